@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# migrc: deferred TLB flush for migration and reclaim, on Linux 6.12.
+# "make help" lists the targets.
+
+SHELL := /bin/sh
+H := harness
+
+.PHONY: help base sync kernel vanilla debug-kernel kernels selftests tools \
+	check check-fast demo series series-check clean distclean
+
+help:
+	@echo "make kernel        build the patched kernel (build/out/patched)"
+	@echo "make vanilla       build the pristine 6.12 base, same config"
+	@echo "make debug-kernel  patched kernel with the debug fragment"
+	@echo "make demo          boot the tiered VM, run the demo workload, compare"
+	@echo "make check         every test; ends with 'N passed, N failed'"
+	@echo "make series        export the series to build/series/"
+	@echo "make series-check  apply, build every step, checkpatch each patch"
+
+base:
+	$(H)/prepare-base --base-only
+
+sync:
+	$(H)/prepare-base
+
+kernel: sync
+	$(H)/kbuild patched
+
+vanilla: base
+	$(H)/kbuild vanilla
+
+debug-kernel: sync
+	$(H)/kbuild debug
+
+kernels: kernel vanilla
+
+# Userspace pieces built against the patched tree's headers and harness.
+selftests: sync
+	$(H)/build-selftests
+
+tools:
+	$(MAKE) -C tools/migrc
+
+check:
+	$(H)/check
+
+demo: kernel vanilla selftests
+	$(H)/demo
+
+series: sync
+	$(H)/series export
+
+series-check: sync
+	$(H)/series check
+
+clean:
+	rm -rf build/out build/vm build/series build/selftests
+	-$(MAKE) -C tools/migrc clean
+
+distclean:
+	rm -rf build

@@ -1,0 +1,78 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Self-tests of harness/vm-run, TAP output.  Each boots the patched kernel
+# (about 5 s under TCG) and checks one promise of vm-run: topology, tiers,
+# exit status, and that kernel reports and timeouts fail the run.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+vm=$top/harness/vm-run
+n=0 fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
+
+echo "TAP version 13"
+echo "1..9"
+
+# 1-3: tiered: node 0 has the CPUs, node 1 none; two distinct tiers;
+# the kernel picked node 1 as node 0's demotion target.
+"$vm" --topo tiered -- sh -c '
+	echo cpus0=$(cat /sys/devices/system/node/node0/cpulist)
+	echo cpus1=$(cat /sys/devices/system/node/node1/cpulist)
+	for t in /sys/devices/virtual/memory_tiering/memory_tier*; do
+		echo tier $(basename $t) $(cat $t/nodelist)
+	done
+	dmesg | grep "Demotion targets"' > "$tmp/tiered" 2>&1
+cat "$tmp/tiered" | sed 's/^/# /'
+check "tiered: node 0 has CPUs, node 1 is CPU-less" \
+	sh -c "grep -q '^cpus0=0' '$tmp/tiered' && grep -q '^cpus1=\$' '$tmp/tiered'"
+check "tiered: nodes 0 and 1 are in different memory tiers" \
+	sh -c "grep -q '^tier memory_tier[0-9]* 0\$' '$tmp/tiered' &&
+	       grep -q '^tier memory_tier[0-9]* 1\$' '$tmp/tiered' &&
+	       [ \$(grep -c '^tier ' '$tmp/tiered') -eq 2 ]"
+check "tiered: Demotion targets for Node 0: preferred: 1" \
+	grep -q "Demotion targets for Node 0: preferred: 1" "$tmp/tiered"
+
+# 4: numa2: both nodes have CPUs and memory.
+"$vm" --topo numa2 --cpus 2 -- sh -c '
+	for n in 0 1; do
+		echo node$n cpus=$(cat /sys/devices/system/node/node$n/cpulist) \
+			$(grep MemTotal /sys/devices/system/node/node$n/meminfo |
+			  awk "{print \"memkb=\" \$4}")
+	done' > "$tmp/numa2" 2>&1
+cat "$tmp/numa2" | sed 's/^/# /'
+check "numa2: both nodes have CPUs and memory" \
+	sh -c "grep -Eq '^node0 cpus=0 memkb=[1-9]' '$tmp/numa2' &&
+	       grep -Eq '^node1 cpus=1 memkb=[1-9]' '$tmp/numa2'"
+
+# 5: the guest command's exit status comes back.
+"$vm" -- sh -c 'exit 7' > "$tmp/rc" 2>&1
+rc=$?
+check "guest exit status 7 comes back (got $rc)" [ "$rc" -eq 7 ]
+
+# 6: the command's output is streamed (with arguments quoted as given).
+"$vm" -- echo "it's  two  spaces" > "$tmp/echo" 2>&1
+check "command output and quoting survive" grep -q "it's  two  spaces" "$tmp/echo"
+
+# 7: a WARN in the guest fails the run even though the command succeeds.
+"$vm" -- sh -c 'echo WARNING > /sys/kernel/debug/provoke-crash/DIRECT; exit 0' \
+	> "$tmp/warn" 2>&1
+rc=$?
+check "a kernel WARN fails the run (status $rc)" [ "$rc" -eq 125 ]
+
+# 8: a timeout fails the run.
+"$vm" --timeout 25 -- sleep 600 > "$tmp/timeout" 2>&1
+rc=$?
+check "a timeout fails the run (status $rc)" [ "$rc" -eq 124 ]
+
+# 9: bad arguments are refused before anything boots.
+"$vm" --topo bogus -- true > "$tmp/bad" 2>&1
+rc=$?
+check "bad --topo is a usage error with a message (status $rc)" \
+	sh -c "[ $rc -eq 2 ] && grep -q 'tiered or numa2' '$tmp/bad'"
+
+[ "$fails" -eq 0 ]

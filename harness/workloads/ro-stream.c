@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ro-stream: a llama.cpp-like workload for tiered memory.
+ *
+ * Reader threads, one per CPU, stream over a read-only shared mapping of a
+ * file (the "model weights") and verify every word, while a tiering thread
+ * moves a chunk of it between two NUMA nodes every few milliseconds, the
+ * way a tiering daemon or NUMA balancing promotes and demotes pages.  Each
+ * move unmaps read-only pages that the readers' TLBs hold: the shootdowns
+ * migrc defers.
+ *
+ * Prints the readers' throughput and the number of moves; exits 1 if any
+ * reader ever saw a wrong word, 2 on a usage or setup error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE		4096UL
+#define WORD(i)		((uint64_t)(i) * 0x9e3779b97f4a7c15ULL)
+
+static struct {
+	size_t size;
+	unsigned int seconds, readers, interval_ms, chunk;
+	int node_a, node_b;
+	const char *dir;
+} opt = { 64 << 20, 10, 0, 5, 256, 0, 1, "/tmp" };
+
+static const volatile uint64_t *map;
+static atomic_bool stop;
+static atomic_ulong bytes_read, bad_words;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ro-stream [-s MB] [-t SECONDS] [-r READERS] [-i MS] [-c PAGES]\n"
+		"                 [-a NODE] [-b NODE] [-d DIR]\n"
+		"  -s  size of the mapped file in MB (default 64)\n"
+		"  -t  run time in seconds (default 10)\n"
+		"  -r  reader threads, one per CPU (default: all CPUs)\n"
+		"  -i  milliseconds between moves (default 5)\n"
+		"  -c  pages moved per move (default 256)\n"
+		"  -a, -b  the two nodes to move between (default 0 and 1)\n"
+		"  -d  directory for the file (default /tmp)\n");
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void pin(unsigned int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void *reader(void *arg)
+{
+	size_t words = opt.size / sizeof(uint64_t), i;
+	unsigned long bad = 0;
+
+	pin((unsigned long)arg);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		for (i = 0; i < words; i++)
+			if (map[i] != WORD(i))
+				bad++;
+		atomic_fetch_add(&bytes_read, opt.size);
+	}
+	atomic_fetch_add(&bad_words, bad);
+	return NULL;
+}
+
+static int make_file(void)
+{
+	char path[4096];
+	uint64_t *buf;
+	size_t i;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ro-stream.XXXXXX", opt.dir);
+	fd = mkstemp(path);
+	if (fd < 0) {
+		fprintf(stderr, "ro-stream: cannot create a file in %s: %s\n",
+			opt.dir, strerror(errno));
+		return -1;
+	}
+	unlink(path);
+	buf = malloc(1 << 20);
+	if (!buf)
+		return -1;
+	for (size_t off = 0; off < opt.size; off += 1 << 20) {
+		for (i = 0; i < (1 << 20) / sizeof(uint64_t); i++)
+			buf[i] = WORD(off / sizeof(uint64_t) + i);
+		if (pwrite(fd, buf, 1 << 20, off) != 1 << 20) {
+			fprintf(stderr, "ro-stream: write: %s\n", strerror(errno));
+			return -1;
+		}
+	}
+	free(buf);
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long moves = 0, moved = 0, failed = 0, pages;
+	unsigned int i, nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	double start, elapsed;
+	pthread_t *threads;
+	void **addrs;
+	int *nodes, *status, fd, c;
+	size_t next = 0;
+
+	while ((c = getopt(argc, argv, "s:t:r:i:c:a:b:d:h")) != -1) {
+		switch (c) {
+		case 's': opt.size = strtoul(optarg, NULL, 0) << 20; break;
+		case 't': opt.seconds = strtoul(optarg, NULL, 0); break;
+		case 'r': opt.readers = strtoul(optarg, NULL, 0); break;
+		case 'i': opt.interval_ms = strtoul(optarg, NULL, 0); break;
+		case 'c': opt.chunk = strtoul(optarg, NULL, 0); break;
+		case 'a': opt.node_a = atoi(optarg); break;
+		case 'b': opt.node_b = atoi(optarg); break;
+		case 'd': opt.dir = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc || !opt.size || !opt.seconds || !opt.chunk) {
+		usage(stderr);
+		return 2;
+	}
+	if (!opt.readers)
+		opt.readers = nr_cpus;
+	pages = opt.size / PAGE;
+	if (opt.chunk > pages)
+		opt.chunk = pages;
+
+	fd = make_file();
+	if (fd < 0)
+		return 2;
+	map = mmap(NULL, opt.size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (map == MAP_FAILED) {
+		perror("ro-stream: mmap");
+		return 2;
+	}
+	addrs = calloc(opt.chunk, sizeof(*addrs));
+	nodes = calloc(opt.chunk, sizeof(*nodes));
+	status = calloc(opt.chunk, sizeof(*status));
+	threads = calloc(opt.readers, sizeof(*threads));
+	if (!addrs || !nodes || !status || !threads)
+		return 2;
+
+	for (i = 0; i < opt.readers; i++)
+		pthread_create(&threads[i], NULL, reader,
+			       (void *)(unsigned long)(i % nr_cpus));
+
+	/* The tiering thread: the main thread, on the last CPU. */
+	pin(nr_cpus - 1);
+	start = now();
+	while (now() - start < opt.seconds) {
+		int node = (moves & 1) ? opt.node_a : opt.node_b;
+
+		for (i = 0; i < opt.chunk; i++) {
+			addrs[i] = (void *)((const char *)map +
+					    ((next + i) % pages) * PAGE);
+			nodes[i] = node;
+		}
+		if (move_pages(0, opt.chunk, addrs, nodes, status,
+			       MPOL_MF_MOVE) < 0) {
+			fprintf(stderr, "ro-stream: move_pages: %s\n", strerror(errno));
+			return 2;
+		}
+		for (i = 0; i < opt.chunk; i++) {
+			if (status[i] == node)
+				moved++;
+			else
+				failed++;
+		}
+		moves++;
+		if (moves % 2 == 0)
+			next = (next + opt.chunk) % pages;
+		usleep(opt.interval_ms * 1000);
+	}
+	elapsed = now() - start;
+	atomic_store(&stop, true);
+	for (i = 0; i < opt.readers; i++)
+		pthread_join(threads[i], NULL);
+
+	printf("ro-stream: size=%zuMB readers=%u seconds=%.1f moves=%lu pages_moved=%lu pages_not_moved=%lu\n",
+	       opt.size >> 20, opt.readers, elapsed, moves, moved, failed);
+	printf("ro-stream: read_GBps=%.3f bad_words=%lu\n",
+	       atomic_load(&bytes_read) / elapsed / 1e9, atomic_load(&bad_words));
+	if (!moved) {
+		fprintf(stderr, "ro-stream: no page moved: is there a node %d and %d?\n",
+			opt.node_a, opt.node_b);
+		return 2;
+	}
+	return atomic_load(&bad_words) ? 1 : 0;
+}

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * migrc: defer the TLB shootdown for read-only mappings of folios that
+ * migration has unmapped, until the source page is reused or the data it
+ * held may change.  See Documentation/mm/migrc.rst.
+ */
+#ifndef _LINUX_MIGRC_H
+#define _LINUX_MIGRC_H
+
+#include <linux/types.h>
+#include <linux/bits.h>
+#include <linux/jump_label.h>
+#include <linux/gfp_types.h>
+#include <linux/mm_types.h>
+#include <linux/cpumask.h>
+
+struct page;
+struct folio;
+struct vm_area_struct;
+struct arch_tlbflush_unmap_batch;
+
+/* Why a deferred flush was finally performed. */
+enum migrc_flush_reason {
+	MIGRC_FLUSH_ALLOC,	/* a tagged page is leaving the allocator */
+	MIGRC_FLUSH_WRITE,	/* something may write data a stale entry reads */
+	MIGRC_FLUSH_TIMEOUT,	/* the oldest deferral reached max_age_ms */
+	MIGRC_FLUSH_PRESSURE,	/* more than max_pending_pages were deferred */
+	MIGRC_FLUSH_OTHER,	/* page isolation, offlining, a busy source */
+	NR_MIGRC_FLUSH_REASONS
+};
+
+/*
+ * Generations.  Every batch of deferred shootdowns gets a generation; a
+ * flush completes every generation up to the newest one pending.  They
+ * live in MIGRC_GEN_BITS bits so that a free page can carry one in
+ * page->index next to a magic value (see migrc_tag()), and are compared
+ * modulo 2^MIGRC_GEN_BITS: a generation more than half the space away
+ * counts as already done, which is safe because the flush of any
+ * generation is forced within max_age_ms, long before the counter could
+ * get there.
+ */
+#define MIGRC_GEN_BITS		48
+#define MIGRC_GEN_MASK		GENMASK_ULL(MIGRC_GEN_BITS - 1, 0)
+#define MIGRC_GEN_HALF		(1ULL << (MIGRC_GEN_BITS - 1))
+#define MIGRC_TAG_MAGIC		(0x6d67ULL << MIGRC_GEN_BITS)	/* "mg" */
+#define MIGRC_TAG_MAGIC_MASK	(~MIGRC_GEN_MASK)
+
+static inline unsigned long migrc_gen_next(unsigned long gen)
+{
+	return (gen + 1) & MIGRC_GEN_MASK;
+}
+
+/* Is generation @a newer than @b? */
+static inline bool migrc_gen_after(unsigned long a, unsigned long b)
+{
+	unsigned long d = (a - b) & MIGRC_GEN_MASK;
+
+	return d && d < MIGRC_GEN_HALF;
+}
+
+/* Does having completed generation @done cover generation @gen? */
+static inline bool migrc_gen_covers(unsigned long done, unsigned long gen)
+{
+	return !migrc_gen_after(gen, done);
+}
+
+/* The value a tagged free page holds in page->index. */
+static inline unsigned long migrc_tag(unsigned long gen)
+{
+	return MIGRC_TAG_MAGIC | (gen & MIGRC_GEN_MASK);
+}
+
+static inline bool migrc_is_tag(unsigned long index)
+{
+	return (index & MIGRC_TAG_MAGIC_MASK) == MIGRC_TAG_MAGIC;
+}
+
+static inline unsigned long migrc_tag_gen(unsigned long index)
+{
+	return index & MIGRC_GEN_MASK;
+}
+
+/* Bounds on deferral: a pure function so that KUnit can check it. */
+static inline bool migrc_over_limit(unsigned long pending_pages,
+				    unsigned long new_pages,
+				    unsigned long max_pages)
+{
+	return pending_pages + new_pages > max_pages;
+}
+
+/*
+ * Drop from @mask the CPUs whose flushed generation covers @gen: they have
+ * no stale entry left for it.  Returns how many were dropped.
+ */
+static inline unsigned int
+migrc_trim_cpus(struct cpumask *mask, unsigned long gen,
+		unsigned long (*flushed_gen)(unsigned int cpu))
+{
+	unsigned int cpu, dropped = 0;
+
+	for_each_cpu(cpu, mask) {
+		if (migrc_gen_covers(flushed_gen(cpu), gen)) {
+			cpumask_clear_cpu(cpu, mask);
+			dropped++;
+		}
+	}
+	return dropped;
+}
+
+#ifdef CONFIG_MIGRC
+
+DECLARE_STATIC_KEY_FALSE(migrc_key);
+
+static __always_inline bool migrc_enabled(void)
+{
+	return static_branch_unlikely(&migrc_key);
+}
+
+/* Newest generation handed out; read by the arch code at TLB flushes. */
+extern unsigned long migrc_gen_latest;
+/* Every generation up to this one has been flushed. */
+extern unsigned long migrc_gen_done;
+
+static inline unsigned long migrc_gen_snapshot(void)
+{
+	return migrc_enabled() ? smp_load_acquire(&migrc_gen_latest) : 0;
+}
+
+/* Lockless and read-only: the cheap "nothing pending" check. */
+static inline bool migrc_pending(void)
+{
+	return READ_ONCE(migrc_gen_done) != READ_ONCE(migrc_gen_latest);
+}
+
+void migrc_flush(unsigned long gen, enum migrc_flush_reason reason);
+void migrc_flush_all(enum migrc_flush_reason reason);
+
+/*
+ * Before anything may change data that a stale read-only TLB entry could
+ * still read (a PTE becoming writable, a write into the page cache),
+ * finish every pending deferred flush.  Costs one read of a read-mostly
+ * cache line when nothing is pending.
+ */
+static __always_inline void migrc_write_barrier(void)
+{
+	if (migrc_enabled() && migrc_pending())
+		migrc_flush_all(MIGRC_FLUSH_WRITE);
+}
+
+#ifdef CONFIG_MIGRC_DEBUG
+void migrc_debug_check_folio(struct folio *folio, unsigned long ip);
+void migrc_debug_note_dst(struct folio *dst);
+#else
+static inline void migrc_debug_check_folio(struct folio *folio,
+					   unsigned long ip) { }
+static inline void migrc_debug_note_dst(struct folio *dst) { }
+#endif
+
+/*
+ * The same, where a folio is about to become writable or be written, and
+ * is locked or its PTE lock is held.  Those locks are what makes the check
+ * sufficient: migration holds both folio locks until it has committed its
+ * deferral, and installs the new PTEs under the PTE lock, so a deferral
+ * that covers this folio is visible here.
+ */
+static __always_inline void migrc_folio_write(struct folio *folio)
+{
+	if (!migrc_enabled())
+		return;
+	if (migrc_pending())
+		migrc_flush_all(MIGRC_FLUSH_WRITE);
+	migrc_debug_check_folio(folio, _THIS_IP_);
+}
+
+/* Page allocator side. */
+bool migrc_page_tagged(struct page *page, unsigned int order);
+void migrc_prep_new_page(struct page *page, unsigned int order);
+
+/* May an allocation with @gfp send IPIs and wait for them? */
+static inline bool migrc_gfp_can_flush(gfp_t gfp)
+{
+	return gfp & __GFP_DIRECT_RECLAIM;
+}
+
+/*
+ * Migration side.  migrate_pages_batch() opens a batch, brackets each
+ * folio's unmap with migrc_unmap_begin()/migrc_unmap_end(), commits the
+ * batch after its try_to_unmap_flush(), and frees the sources it moved
+ * with migrc_put_source().
+ */
+struct migrc_batch;
+struct migrc_batch *__migrc_batch_open(int reason, bool batched,
+				       struct migrc_batch **outer);
+void __migrc_batch_close(struct migrc_batch *batch, struct migrc_batch *outer);
+void __migrc_unmap_begin(struct folio *folio);
+bool __migrc_unmap_end(struct folio *folio);
+void __migrc_batch_commit(void);
+void migrc_put_source(struct folio *src);
+bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
+		     unsigned long uaddr);
+
+static inline struct migrc_batch *
+migrc_batch_open(int reason, bool batched, struct migrc_batch **outer)
+{
+	*outer = NULL;
+	if (!migrc_enabled())
+		return NULL;
+	return __migrc_batch_open(reason, batched, outer);
+}
+
+static inline void migrc_batch_close(struct migrc_batch *batch,
+				     struct migrc_batch *outer)
+{
+	if (migrc_enabled())
+		__migrc_batch_close(batch, outer);
+}
+
+static inline void migrc_unmap_begin(struct folio *folio)
+{
+	if (migrc_enabled())
+		__migrc_unmap_begin(folio);
+}
+
+static inline bool migrc_unmap_end(struct folio *folio)
+{
+	return migrc_enabled() && __migrc_unmap_end(folio);
+}
+
+static inline void migrc_batch_commit(void)
+{
+	if (migrc_enabled())
+		__migrc_batch_commit();
+}
+
+#else /* !CONFIG_MIGRC */
+
+static inline bool migrc_enabled(void) { return false; }
+static inline unsigned long migrc_gen_snapshot(void) { return 0; }
+static inline bool migrc_pending(void) { return false; }
+static inline void migrc_flush_all(enum migrc_flush_reason reason) { }
+static inline void migrc_write_barrier(void) { }
+static inline void migrc_folio_write(struct folio *folio) { }
+static inline bool migrc_page_tagged(struct page *page, unsigned int order)
+{
+	return false;
+}
+static inline void migrc_prep_new_page(struct page *page, unsigned int order) { }
+static inline bool migrc_gfp_can_flush(gfp_t gfp) { return true; }
+
+struct migrc_batch;
+static inline struct migrc_batch *migrc_batch_open(int reason, bool batched,
+						   struct migrc_batch **outer)
+{
+	*outer = NULL;
+	return NULL;
+}
+static inline void migrc_batch_close(struct migrc_batch *batch,
+				     struct migrc_batch *outer) { }
+static inline void migrc_unmap_begin(struct folio *folio) { }
+static inline bool migrc_unmap_end(struct folio *folio) { return false; }
+static inline void migrc_batch_commit(void) { }
+static inline void migrc_put_source(struct folio *src) { }
+static inline bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
+				   unsigned long uaddr)
+{
+	return false;
+}
+static inline void migrc_debug_note_dst(struct folio *dst) { }
+
+#endif /* CONFIG_MIGRC */
+
+#endif /* _LINUX_MIGRC_H */

@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * migrc: deferred TLB shootdown for read-only mappings of migrated folios.
+ *
+ * When every mapping of a folio that migration unmaps is read-only and
+ * clean, a CPU that still caches one of those translations can only read
+ * the source page, and the source page holds exactly the data that was
+ * copied to the destination.  Such a stale entry is harmless until either
+ *
+ *  - the source page is handed out again by the page allocator, or
+ *  - the data at that file offset or anonymous address may change, so
+ *    that a reader through the stale entry would miss the change.
+ *
+ * So instead of sending the shootdown at the batch's flush point, the
+ * CPUs are folded into one pending mask, the batch gets a generation, the
+ * freed source pages are tagged with it (page->index, see migrc_tag()),
+ * and the flush is done when a tagged page is allocated, before a write
+ * can happen (migrc_write_barrier()), after max_age_ms, or when more than
+ * max_pending_pages are pending.  A flush trims the mask to the CPUs that
+ * have not flushed their TLB since the newest pending generation (the
+ * architecture tracks that per CPU), often to nothing.
+ *
+ * Documentation/mm/migrc.rst has the full correctness argument.
+ */
+
+#define pr_fmt(fmt) "migrc: " fmt
+
+#include <linux/init.h>
+#include <linux/kobject.h>
+#include <linux/memcontrol.h>
+#include <linux/migrate.h>
+#include <linux/migrc.h>
+#include <linux/mm.h>
+#include <linux/page_ref.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/sysfs.h>
+#include <linux/vmstat.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <asm/tlbflush.h>
+
+#include "internal.h"
+
+#define CREATE_TRACE_POINTS
+#include <trace/events/migrc.h>
+
+DEFINE_STATIC_KEY_FALSE(migrc_key);
+EXPORT_SYMBOL_GPL(migrc_key);
+
+static bool migrc_boot_on __initdata;
+
+unsigned long migrc_gen_latest;
+unsigned long migrc_gen_done;
+
+/* Tunables, /sys/kernel/mm/migrc/ */
+static unsigned int migrc_max_age_ms = 50;
+static unsigned long migrc_max_pending_pages = 8192;
+
+/*
+ * Everything deferred and not yet flushed, as one batch: the union of the
+ * CPUs that may hold stale entries, the newest generation folded in, and
+ * enough to report what a flush covered.  The lock is taken once per
+ * migration batch and once per flush, never on the "nothing pending" path.
+ */
+static struct {
+	spinlock_t lock;
+	struct arch_tlbflush_unmap_batch cpus;
+	struct arch_tlbflush_unmap_batch scratch;
+	unsigned long nr_pages;
+	unsigned long oldest;		/* jiffies of the oldest deferral */
+} migrc_pending_batch = {
+	.lock = __SPIN_LOCK_UNLOCKED(migrc_pending_batch.lock),
+};
+
+static void migrc_timeout_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(migrc_timeout_work, migrc_timeout_fn);
+
+static const enum vm_event_item migrc_flush_event[NR_MIGRC_FLUSH_REASONS] = {
+	[MIGRC_FLUSH_ALLOC]	= MIGRC_FLUSHES_ALLOC,
+	[MIGRC_FLUSH_WRITE]	= MIGRC_FLUSHES_WRITE,
+	[MIGRC_FLUSH_TIMEOUT]	= MIGRC_FLUSHES_TIMEOUT,
+	[MIGRC_FLUSH_PRESSURE]	= MIGRC_FLUSHES_PRESSURE,
+	[MIGRC_FLUSH_OTHER]	= MIGRC_FLUSHES_OTHER,
+};
+
+/* Called with the lock held; the caller has checked that work is pending. */
+static void __migrc_flush(enum migrc_flush_reason reason)
+{
+	struct arch_tlbflush_unmap_batch *scratch = &migrc_pending_batch.scratch;
+	unsigned long gen = migrc_gen_latest;
+	unsigned long age_us;
+	unsigned int skipped, targeted;
+
+	lockdep_assert_held(&migrc_pending_batch.lock);
+
+	arch_tlbbatch_clear(scratch);
+	arch_tlbbatch_fold(scratch, &migrc_pending_batch.cpus);
+	skipped = arch_tlbbatch_trim(scratch, gen);
+	targeted = arch_tlbbatch_nr_cpus(scratch);
+	if (targeted)
+		arch_tlbbatch_flush(scratch);
+
+	/* Readers of migrc_gen_done may now hand out the pages. */
+	smp_store_release(&migrc_gen_done, gen);
+
+	age_us = jiffies_to_usecs(jiffies - migrc_pending_batch.oldest);
+	trace_migrc_flush(reason, gen, targeted, skipped,
+			  migrc_pending_batch.nr_pages, age_us);
+	count_vm_event(migrc_flush_event[reason]);
+	count_vm_events(MIGRC_FLUSHED_PAGES, migrc_pending_batch.nr_pages);
+	count_vm_events(MIGRC_CPUS_TARGETED, targeted);
+	count_vm_events(MIGRC_CPUS_SKIPPED, skipped);
+
+	arch_tlbbatch_clear(&migrc_pending_batch.cpus);
+	migrc_pending_batch.nr_pages = 0;
+}
+
+/**
+ * migrc_flush - complete the deferred flushes up to a generation
+ * @gen: the generation that must be covered
+ * @reason: why, for the counters and the tracepoint
+ *
+ * One flush completes every pending generation.  Must be called from a
+ * context that may send IPIs and wait for them.
+ */
+void migrc_flush(unsigned long gen, enum migrc_flush_reason reason)
+{
+	if (migrc_gen_covers(smp_load_acquire(&migrc_gen_done), gen))
+		return;
+
+	spin_lock(&migrc_pending_batch.lock);
+	if (!migrc_gen_covers(migrc_gen_done, gen))
+		__migrc_flush(reason);
+	spin_unlock(&migrc_pending_batch.lock);
+}
+
+void migrc_flush_all(enum migrc_flush_reason reason)
+{
+	if (!migrc_enabled() || !migrc_pending())
+		return;
+	migrc_flush(READ_ONCE(migrc_gen_latest), reason);
+}
+
+static void migrc_timeout_fn(struct work_struct *work)
+{
+	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
+}
+
+/*
+ * Page allocator side.  A tagged page records the generation whose flush
+ * must complete before anyone else may use it.  A tag whose generation is
+ * done is stale and simply cleared.
+ */
+static unsigned long migrc_pages_need(struct page *page, unsigned int order,
+				      bool *found)
+{
+	unsigned long need = READ_ONCE(migrc_gen_done);
+	unsigned long i, done = need;
+
+	*found = false;
+	for (i = 0; i < (1UL << order); i++) {
+		unsigned long index = page[i].index;
+
+		if (likely(!migrc_is_tag(index)))
+			continue;
+		if (migrc_gen_covers(done, migrc_tag_gen(index)))
+			continue;
+		*found = true;
+		if (migrc_gen_after(migrc_tag_gen(index), need))
+			need = migrc_tag_gen(index);
+	}
+	return need;
+}
+
+/* Does handing out this block first need a deferred flush? */
+bool migrc_page_tagged(struct page *page, unsigned int order)
+{
+	bool found;
+
+	if (!migrc_pending())
+		return false;
+	migrc_pages_need(page, order, &found);
+	return found;
+}
+
+/*
+ * Called first thing in post_alloc_hook(), before anything can write the
+ * block: finish the flush its tags need and clear them.  The allocator
+ * only gets here with a tagged block from contexts that may sleep (see
+ * migrc_gfp_can_flush()), compaction and alloc_contig_range().
+ */
+void migrc_prep_new_page(struct page *page, unsigned int order)
+{
+	unsigned long need, i;
+	bool found;
+
+	if (!migrc_pending()) {
+		/* Fast path: any tag left on the block is stale. */
+		for (i = 0; i < (1UL << order); i++)
+			if (unlikely(migrc_is_tag(page[i].index)))
+				page[i].index = 0;
+		return;
+	}
+	need = migrc_pages_need(page, order, &found);
+	if (found) {
+		VM_WARN_ONCE(in_interrupt() || irqs_disabled(),
+			     "migrc: tagged page allocated in atomic context");
+		migrc_flush(need, MIGRC_FLUSH_ALLOC);
+		VM_WARN_ONCE(IS_ENABLED(CONFIG_MIGRC_DEBUG) &&
+			     !migrc_gen_covers(READ_ONCE(migrc_gen_done), need),
+			     "migrc_debug: page %#lx allocated before its flush (gen %lu)\n",
+			     page_to_pfn(page), need);
+	}
+	for (i = 0; i < (1UL << order); i++)
+		if (migrc_is_tag(page[i].index))
+			page[i].index = 0;
+}
+
+/*
+ * Migration side.  The batch lives for one migrate_pages_batch() call and
+ * is reached through current->migrc_batch.
+ */
+struct migrc_batch {
+	struct arch_tlbflush_unmap_batch folio;	/* the folio being unmapped */
+	struct arch_tlbflush_unmap_batch ro;	/* all deferrable entries */
+	bool active;		/* collecting for an eligible folio */
+	bool folio_ok;		/* its mappings so far were read-only, clean */
+	bool folio_has;		/* it has entries in ->folio */
+	bool committed;
+	int reason;
+	unsigned long nr_pages;
+	unsigned long gen;
+};
+
+/*
+ * Read-only clean entries may be deferred in any mapping but hugetlb.
+ * Shared anonymous memory is shmem: like any shmem or file mapping, it can
+ * only be written through a PTE that is writable at migration time (then
+ * the folio is not deferred) or made writable later (then the write
+ * barrier runs first), so it needs no exclusion.
+ */
+static bool migrc_vma_ok(struct vm_area_struct *vma)
+{
+	return !is_vm_hugetlb_page(vma);
+}
+
+static bool migrc_folio_eligible(struct folio *folio)
+{
+	/* Large folios: one tag per page would be needed; not yet. */
+	if (folio_test_large(folio) || folio_test_hugetlb(folio))
+		return false;
+	if (folio_is_zone_device(folio) || folio_test_ksm(folio))
+		return false;
+	if (!folio_test_anon(folio) && !folio->mapping)
+		return false;
+	/*
+	 * These write to or unmap the page when it is freed, which a stale
+	 * entry would observe.
+	 */
+	if (want_init_on_free() || debug_pagealloc_enabled() ||
+	    page_poisoning_enabled_static() || kasan_hw_tags_enabled())
+		return false;
+	return true;
+}
+
+/*
+ * Open the batch of one migrate_pages_batch() call.  Migration nests (the
+ * allocation of a destination may reclaim, and reclaim may demote), so the
+ * caller keeps the outer batch in @outer and it is hidden until close.
+ */
+struct migrc_batch *__migrc_batch_open(int reason, bool batched,
+				       struct migrc_batch **outer)
+{
+	struct migrc_batch *batch;
+
+	*outer = current->migrc_batch;
+	current->migrc_batch = NULL;
+	if (!batched)
+		return NULL;
+	/*
+	 * The source goes straight to the caller of alloc_contig_range(), and
+	 * memory_failure() handles the source itself: nothing to gain.
+	 */
+	if (reason == MR_CONTIG_RANGE || reason == MR_MEMORY_FAILURE)
+		return NULL;
+	/* Never recurse into reclaim for this; without it, flush as today. */
+	batch = kzalloc(sizeof(*batch), GFP_NOWAIT | __GFP_NOWARN);
+	if (!batch)
+		return NULL;
+	batch->reason = reason;
+	current->migrc_batch = batch;
+	return batch;
+}
+
+void __migrc_batch_close(struct migrc_batch *batch, struct migrc_batch *outer)
+{
+	if (batch) {
+		/* A batch that never reached its flush point defers nothing. */
+		if (!batch->committed && !arch_tlbbatch_empty(&batch->ro)) {
+			arch_tlbbatch_fold(&current->tlb_ubc.arch, &batch->ro);
+			current->tlb_ubc.flush_required = true;
+			try_to_unmap_flush();
+		}
+		kfree(batch);
+	}
+	current->migrc_batch = outer;
+}
+
+void __migrc_unmap_begin(struct folio *folio)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+
+	if (!batch || batch->committed || !migrc_folio_eligible(folio))
+		return;
+	batch->active = true;
+	batch->folio_ok = true;
+	batch->folio_has = false;
+}
+
+/*
+ * The folio's rmap walk is done.  If all its entries were deferrable, keep
+ * them deferred and tell the caller to tag the source; otherwise hand them
+ * to the ordinary batch, flushed at the flush point as today.
+ */
+bool __migrc_unmap_end(struct folio *folio)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+	bool deferred;
+
+	if (!batch || !batch->active)
+		return false;
+	batch->active = false;
+	if (!batch->folio_has)
+		return false;
+
+	deferred = batch->folio_ok;
+	if (deferred) {
+		arch_tlbbatch_fold(&batch->ro, &batch->folio);
+		batch->nr_pages += folio_nr_pages(folio);
+	} else {
+		arch_tlbbatch_fold(&current->tlb_ubc.arch, &batch->folio);
+		current->tlb_ubc.flush_required = true;
+	}
+	arch_tlbbatch_clear(&batch->folio);
+	return deferred;
+}
+
+/*
+ * Called by set_tlb_ubc_flush_pending() for every accessible entry that
+ * try_to_migrate() cleared with a batched flush.  Returns true if the entry
+ * was taken for deferral.
+ */
+bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
+		     unsigned long uaddr)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+
+	if (!batch || !batch->active)
+		return false;
+	if (pte_write(pteval) || pte_dirty(pteval) || !migrc_vma_ok(vma)) {
+		batch->folio_ok = false;
+		return false;
+	}
+	arch_tlbbatch_add_pending(&batch->folio, vma->vm_mm, uaddr);
+	batch->folio_has = true;
+	return true;
+}
+
+/*
+ * At the batch's flush point, right after try_to_unmap_flush(): give the
+ * deferred entries a generation and fold them into the pending batch.  The
+ * generation is published after the PTEs were cleared and mm->tlb_gen was
+ * bumped, which is what the per-CPU tracking relies on.
+ */
+void __migrc_batch_commit(void)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+	unsigned long gen;
+	unsigned int nr_cpus;
+	bool first, force;
+
+	if (!batch)
+		return;
+	batch->committed = true;
+	if (!batch->nr_pages) {
+		batch->gen = READ_ONCE(migrc_gen_done);
+		return;
+	}
+
+	nr_cpus = arch_tlbbatch_nr_cpus(&batch->ro);
+	spin_lock(&migrc_pending_batch.lock);
+	first = !migrc_pending();
+	if (first)
+		migrc_pending_batch.oldest = jiffies;
+	arch_tlbbatch_fold(&migrc_pending_batch.cpus, &batch->ro);
+	force = migrc_over_limit(migrc_pending_batch.nr_pages, batch->nr_pages,
+				 READ_ONCE(migrc_max_pending_pages));
+	migrc_pending_batch.nr_pages += batch->nr_pages;
+	gen = migrc_gen_next(migrc_gen_latest);
+	smp_store_release(&migrc_gen_latest, gen);
+	batch->gen = gen;
+	trace_migrc_defer(gen, batch->nr_pages, nr_cpus, batch->reason);
+	count_vm_events(MIGRC_DEFERRED_PAGES, batch->nr_pages);
+	count_vm_event(MIGRC_DEFERRED_BATCHES);
+	count_vm_events(MIGRC_CPUS_DEFERRED, nr_cpus);
+	if (force)
+		__migrc_flush(MIGRC_FLUSH_PRESSURE);
+	spin_unlock(&migrc_pending_batch.lock);
+
+	if (first && !force)
+		mod_delayed_work(system_unbound_wq, &migrc_timeout_work,
+				 msecs_to_jiffies(READ_ONCE(migrc_max_age_ms)));
+}
+
+/*
+ * Release a source folio whose entries were deferred.  Only when ours is
+ * the last reference can the page go back tagged; anyone else holding one
+ * (a speculative lookup) would free it untagged, so flush first then.
+ */
+void migrc_put_source(struct folio *src)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+	unsigned long gen = batch ? batch->gen : READ_ONCE(migrc_gen_latest);
+
+	if (!folio_ref_freeze(src, 1)) {
+		migrc_flush(gen, MIGRC_FLUSH_OTHER);
+		folio_put(src);
+		return;
+	}
+	mem_cgroup_uncharge(src);
+	free_migrc_page(&src->page, gen);
+}
+
+#ifdef CONFIG_MIGRC_DEBUG
+/*
+ * The destinations of deferred migrations, by pfn, with the generation
+ * that must be flushed before they may be written.  Checked where a folio
+ * becomes writable or is written, after the write barrier: an entry still
+ * pending there means a path reached the write without the barrier.
+ */
+static DEFINE_XARRAY(migrc_debug_dst);
+
+void migrc_debug_note_dst(struct folio *dst)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+
+	if (!batch)
+		return;
+	xa_store(&migrc_debug_dst, folio_pfn(dst), xa_mk_value(batch->gen),
+		 GFP_NOWAIT | __GFP_NOWARN);
+}
+
+void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
+{
+	void *entry = xa_load(&migrc_debug_dst, folio_pfn(folio));
+	unsigned long gen;
+
+	if (!entry)
+		return;
+	gen = xa_to_value(entry);
+	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gen_done), gen),
+	     "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
+	     folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gen_done));
+	xa_erase(&migrc_debug_dst, folio_pfn(folio));
+}
+#endif
+
+/* Boot parameter and sysfs. */
+static int __init migrc_setup(char *str)
+{
+	if (!str)
+		goto bad;
+	if (!strcmp(str, "on")) {
+		migrc_boot_on = true;
+		return 0;
+	}
+	if (!strcmp(str, "off")) {
+		migrc_boot_on = false;
+		return 0;
+	}
+bad:
+	pr_warn("ignoring invalid migrc=%s (expected on or off); migrc stays %s\n",
+		str ? str : "", migrc_boot_on ? "on" : "off");
+	return 0;
+}
+early_param("migrc", migrc_setup);
+
+#ifdef CONFIG_SYSFS
+static ssize_t enabled_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	return sysfs_emit(buf, "%s\n", migrc_enabled() ? "on" : "off");
+}
+static struct kobj_attribute enabled_attr = __ATTR_RO(enabled);
+
+static ssize_t max_age_ms_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(migrc_max_age_ms));
+}
+
+static ssize_t max_age_ms_store(struct kobject *kobj,
+				struct kobj_attribute *attr,
+				const char *buf, size_t count)
+{
+	unsigned int val;
+
+	if (kstrtouint(buf, 0, &val) || val < 1 || val > 10000)
+		return -EINVAL;
+	WRITE_ONCE(migrc_max_age_ms, val);
+	return count;
+}
+static struct kobj_attribute max_age_ms_attr = __ATTR_RW(max_age_ms);
+
+static ssize_t max_pending_pages_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(migrc_max_pending_pages));
+}
+
+static ssize_t max_pending_pages_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t count)
+{
+	unsigned long val;
+
+	if (kstrtoul(buf, 0, &val) || val < 1 || val > totalram_pages() / 4)
+		return -EINVAL;
+	WRITE_ONCE(migrc_max_pending_pages, val);
+	return count;
+}
+static struct kobj_attribute max_pending_pages_attr =
+	__ATTR_RW(max_pending_pages);
+
+/* Writing anything flushes everything pending; for tests and debugging. */
+static ssize_t flush_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	return count;
+}
+static struct kobj_attribute flush_attr = __ATTR_WO(flush);
+
+static ssize_t pending_pages_show(struct kobject *kobj,
+				  struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lu\n",
+			  migrc_pending() ? READ_ONCE(migrc_pending_batch.nr_pages) : 0);
+}
+static struct kobj_attribute pending_pages_attr = __ATTR_RO(pending_pages);
+
+static struct attribute *migrc_attrs[] = {
+	&enabled_attr.attr,
+	&max_age_ms_attr.attr,
+	&max_pending_pages_attr.attr,
+	&flush_attr.attr,
+	&pending_pages_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group migrc_attr_group = {
+	.attrs = migrc_attrs,
+};
+
+static int __init migrc_sysfs_init(void)
+{
+	struct kobject *kobj;
+	int err;
+
+	kobj = kobject_create_and_add("migrc", mm_kobj);
+	if (!kobj)
+		return -ENOMEM;
+	err = sysfs_create_group(kobj, &migrc_attr_group);
+	if (err)
+		kobject_put(kobj);
+	return err;
+}
+#else
+static inline int migrc_sysfs_init(void) { return 0; }
+#endif
+
+static int __init migrc_init(void)
+{
+	if (migrc_boot_on)
+		static_branch_enable(&migrc_key);
+	pr_info("deferred TLB flush for migration %s\n",
+		migrc_boot_on ? "on" : "off");
+	return migrc_sysfs_init();
+}
+subsys_initcall(migrc_init);

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for the pure logic of migrc: generation arithmetic across the
+ * wrap, page tags, trimming of the CPU mask and the deferral bound.
+ */
+#include <kunit/test.h>
+#include <linux/cpumask.h>
+#include <linux/migrc.h>
+
+static void migrc_gen_order_test(struct kunit *test)
+{
+	KUNIT_EXPECT_TRUE(test, migrc_gen_after(2, 1));
+	KUNIT_EXPECT_FALSE(test, migrc_gen_after(1, 2));
+	KUNIT_EXPECT_FALSE(test, migrc_gen_after(5, 5));
+	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(5, 5));
+	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(6, 5));
+	KUNIT_EXPECT_FALSE(test, migrc_gen_covers(4, 5));
+}
+
+static void migrc_gen_wrap_test(struct kunit *test)
+{
+	unsigned long last = MIGRC_GEN_MASK;
+
+	/* The counter wraps inside MIGRC_GEN_BITS bits ... */
+	KUNIT_EXPECT_EQ(test, migrc_gen_next(last), 0UL);
+	KUNIT_EXPECT_EQ(test, migrc_gen_next(migrc_gen_next(last)), 1UL);
+	/* ... and order survives the wrap. */
+	KUNIT_EXPECT_TRUE(test, migrc_gen_after(0, last));
+	KUNIT_EXPECT_TRUE(test, migrc_gen_after(3, last - 3));
+	KUNIT_EXPECT_FALSE(test, migrc_gen_covers(last, 2));
+	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(2, last));
+	/* Half the space away counts as already done, either way. */
+	KUNIT_EXPECT_FALSE(test, migrc_gen_after(MIGRC_GEN_HALF, 0));
+	KUNIT_EXPECT_TRUE(test, migrc_gen_after(MIGRC_GEN_HALF - 1, 0));
+	/* Bits above the generation are ignored. */
+	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(7 | ~MIGRC_GEN_MASK, 7));
+}
+
+static void migrc_tag_test(struct kunit *test)
+{
+	unsigned long gens[] = { 0, 1, 12345, MIGRC_GEN_MASK };
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(gens); i++) {
+		unsigned long tag = migrc_tag(gens[i]);
+
+		KUNIT_EXPECT_TRUE(test, migrc_is_tag(tag));
+		KUNIT_EXPECT_EQ(test, migrc_tag_gen(tag), gens[i]);
+	}
+	/* What page->index holds for page cache and anon pages is no tag. */
+	KUNIT_EXPECT_FALSE(test, migrc_is_tag(0));
+	KUNIT_EXPECT_FALSE(test, migrc_is_tag(0x7ffffffffUL));
+	KUNIT_EXPECT_FALSE(test, migrc_is_tag((1UL << 52) - 1));
+	KUNIT_EXPECT_FALSE(test, migrc_is_tag(~0UL));
+	/* Neither is a kernel pointer left behind by another user. */
+	KUNIT_EXPECT_FALSE(test, migrc_is_tag(0xffff888012345678UL));
+}
+
+static unsigned long fake_flushed[4];
+
+static unsigned long fake_flushed_gen(unsigned int cpu)
+{
+	return cpu < ARRAY_SIZE(fake_flushed) ? fake_flushed[cpu] : 0;
+}
+
+static void migrc_trim_test(struct kunit *test)
+{
+	cpumask_var_t mask;
+	unsigned int dropped;
+
+	if (nr_cpu_ids < 4)
+		kunit_skip(test, "needs 4 possible CPUs, have %u", nr_cpu_ids);
+	KUNIT_ASSERT_TRUE(test, zalloc_cpumask_var(&mask, GFP_KERNEL));
+
+	cpumask_set_cpu(0, mask);
+	cpumask_set_cpu(1, mask);
+	cpumask_set_cpu(3, mask);
+	fake_flushed[0] = 10;		/* flushed past 9: drop */
+	fake_flushed[1] = 8;		/* behind: keep */
+	fake_flushed[2] = 100;		/* not in the mask: untouched */
+	fake_flushed[3] = 9;		/* exactly 9: drop */
+
+	dropped = migrc_trim_cpus(mask, 9, fake_flushed_gen);
+	KUNIT_EXPECT_EQ(test, dropped, 2U);
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(0, mask));
+	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(1, mask));
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(2, mask));
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(3, mask));
+
+	/* Across the wrap: flushed at gen 1 covers gen MASK. */
+	cpumask_set_cpu(3, mask);
+	fake_flushed[1] = 1;
+	fake_flushed[3] = MIGRC_GEN_MASK - 1;
+	dropped = migrc_trim_cpus(mask, MIGRC_GEN_MASK, fake_flushed_gen);
+	KUNIT_EXPECT_EQ(test, dropped, 1U);
+	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(1, mask));
+	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(3, mask));
+
+	free_cpumask_var(mask);
+}
+
+static void migrc_bound_test(struct kunit *test)
+{
+	KUNIT_EXPECT_FALSE(test, migrc_over_limit(0, 512, 512));
+	KUNIT_EXPECT_TRUE(test, migrc_over_limit(1, 512, 512));
+	KUNIT_EXPECT_FALSE(test, migrc_over_limit(100, 100, 8192));
+	KUNIT_EXPECT_TRUE(test, migrc_over_limit(8192, 1, 8192));
+}
+
+static struct kunit_case migrc_test_cases[] = {
+	KUNIT_CASE(migrc_gen_order_test),
+	KUNIT_CASE(migrc_gen_wrap_test),
+	KUNIT_CASE(migrc_tag_test),
+	KUNIT_CASE(migrc_trim_test),
+	KUNIT_CASE(migrc_bound_test),
+	{}
+};
+
+static struct kunit_suite migrc_test_suite = {
+	.name = "migrc",
+	.test_cases = migrc_test_cases,
+};
+kunit_test_suite(migrc_test_suite);
+
+MODULE_DESCRIPTION("KUnit tests for migrc");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * migrc - measure TLB shootdowns, TLB flushes and migration counters.
+ *
+ * Shared declarations.  Every parser works on a NUL-terminated buffer so
+ * that the unit tests can feed it fixtures without touching /proc.
+ */
+#ifndef MIGRC_H
+#define MIGRC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define MIGRC_VERSION		1
+#define MIGRC_VERSION_STR	"1.0"
+
+/* Exit codes (see migrc.8). */
+#define EXIT_OK			0
+#define EXIT_USAGE		1
+#define EXIT_SYSERR		2
+#define EXIT_ABSENT		3
+#define EXIT_MISMATCH		4
+#define EXIT_TOOL_FAILED	125	/* stat with a command: migrc itself failed */
+#define EXIT_CANNOT_EXEC	126
+#define EXIT_NOT_FOUND		127
+
+#define ERRLEN			256
+#define MAX_CPUS		8192
+#define NAMELEN			64
+
+/* ---- small utilities (util.c) ---- */
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t sz);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warnmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *read_file(const char *path, size_t *lenp, char *err, size_t errlen);
+int write_file_str(const char *path, const char *s);
+const char *proc_root(void);
+const char *proc_path(const char *rel, char *buf, size_t len);
+bool parse_u64(const char *s, const char **end, uint64_t *out);
+bool parse_i64(const char *s, const char **end, int64_t *out);
+double now_mono(void);
+
+/* A named counter; valid == false means "absent / not supported". */
+struct ctr {
+	char name[NAMELEN];
+	int64_t val;
+	bool valid;
+};
+
+struct ctrlist {
+	struct ctr *v;
+	int n;
+	int cap;
+};
+
+void ctrlist_init(struct ctrlist *l);
+void ctrlist_free(struct ctrlist *l);
+struct ctr *ctrlist_add(struct ctrlist *l, const char *name, int64_t val, bool valid);
+struct ctr *ctrlist_find(const struct ctrlist *l, const char *name);
+void ctrlist_copy(struct ctrlist *dst, const struct ctrlist *src);
+
+struct strlist {
+	char **v;
+	int n;
+	int cap;
+};
+
+void strlist_add(struct strlist *l, const char *s);
+void strlist_addf(struct strlist *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void strlist_free(struct strlist *l);
+
+/* ---- /proc parsers (snapshot.c) ---- */
+
+struct irq_snap {
+	int ncpus;		/* CPU columns in the header */
+	int *cpu_ids;		/* "CPU<n>" numbers from the header */
+	bool has_tlb;		/* a "TLB:" line exists */
+	uint64_t *tlb;		/* ncpus values */
+};
+
+int parse_interrupts(const char *buf, struct irq_snap *out, char *err, size_t errlen);
+void irq_snap_free(struct irq_snap *s);
+int irq_delta(const struct irq_snap *a, const struct irq_snap *b, uint64_t *out,
+	      char *err, size_t errlen);
+
+int parse_vmstat(const char *buf, struct ctrlist *out, char *err, size_t errlen);
+bool vmstat_interesting(const char *name);
+int vmstat_delta(const struct ctrlist *a, const struct ctrlist *b, struct ctrlist *out,
+		 char *err, size_t errlen);
+
+struct cpu_times {
+	uint64_t user;		/* user + nice, in clock ticks */
+	uint64_t sys;		/* system + irq + softirq */
+};
+
+int parse_proc_stat(const char *buf, struct cpu_times *out, char *err, size_t errlen);
+int parse_cpu_list(const char *s, int **ids, int *n, char *err, size_t errlen);
+
+struct snapshot {
+	struct irq_snap irq;
+	struct ctrlist vmstat;
+	struct cpu_times times;
+	bool has_times;
+	double t;
+};
+
+int snapshot_take(struct snapshot *s, char *err, size_t errlen);
+void snapshot_free(struct snapshot *s);
+
+/* ---- tracepoint format files (tpformat.c) ---- */
+
+#define MAX_FIELDS 64
+#define MAX_SYMS 32
+
+struct tp_sym {
+	long long value;
+	char str[NAMELEN];
+};
+
+struct tp_format {
+	char name[NAMELEN];
+	long long id;			/* -1 when absent */
+	int nfields;
+	char fields[MAX_FIELDS][NAMELEN];
+	char *print_fmt;		/* malloc'ed, may be NULL */
+};
+
+int parse_tp_format(const char *buf, struct tp_format *out, char *err, size_t errlen);
+void tp_format_free(struct tp_format *f);
+bool tp_has_field(const struct tp_format *f, const char *name);
+int parse_print_symbolic(const char *print_fmt, const char *field,
+			 struct tp_sym *syms, int max);
+const char *tlb_reason_name(const char *str, char *buf, size_t len);
+
+/* ---- tracefs (tracefs.c) ---- */
+
+const char *tracefs_root(bool try_mount);
+const char *tracefs_why(void);
+
+/* ---- perf (perf.c) ---- */
+
+#define NR_TLB_REASONS_MAX 16
+
+struct perf_set;	/* opaque */
+
+struct perf_opts {
+	bool system_wide_only;	/* -a: never fall back to per-process hw counting */
+	pid_t child;		/* > 0: allow per-process fallback for this pid */
+};
+
+struct perf_set *perf_open(const struct perf_opts *o, struct strlist *absent);
+void perf_enable(struct perf_set *p);
+void perf_disable(struct perf_set *p);
+void perf_reset(struct perf_set *p);
+/* Fills flush (reasons + total, *has_flush) and hw (null entries invalid). */
+void perf_read(struct perf_set *p, struct ctrlist *flush, bool *has_flush,
+	       struct ctrlist *hw);
+void perf_close(struct perf_set *p);
+int perf_paranoid(void);
+
+/* ---- run results (result.c) ---- */
+
+struct interval {
+	double t_s;
+	double wall_s;
+	bool has_tlb;
+	int ncpus;
+	uint64_t *per_cpu;
+	uint64_t tlb_total;
+	struct ctrlist vmstat;
+	bool has_flush;
+	struct ctrlist flush;
+	struct ctrlist hw;
+};
+
+struct run {
+	char *label;
+	char *kernel;
+	char *cmdline;
+	struct strlist command;
+	int exit_status;
+	double wall_s, user_s, sys_s;
+	int ncpus;
+	bool has_tlb;
+	uint64_t *per_cpu;
+	uint64_t tlb_total;
+	struct ctrlist vmstat;
+	bool has_flush;
+	struct ctrlist flush;		/* reasons, then "total" */
+	struct ctrlist hw;
+	struct strlist absent;
+	struct interval *intervals;
+	int nintervals;
+	const char *file;		/* where it was loaded from (compare) */
+};
+
+void run_free(struct run *r);
+void interval_free(struct interval *iv);
+char *run_to_json(const struct run *r);
+int run_from_json(const char *text, struct run *r, char *err, size_t errlen);
+void print_summary(FILE *f, const struct run *r);
+
+/* ---- JSON (json.c) ---- */
+
+struct jbuf {
+	char *s;
+	size_t len, cap;
+	int depth;
+	bool need_comma[64];
+};
+
+void jb_init(struct jbuf *b);
+void jb_raw(struct jbuf *b, const char *s);
+void jb_obj_begin(struct jbuf *b, const char *key);
+void jb_obj_end(struct jbuf *b);
+void jb_arr_begin(struct jbuf *b, const char *key);
+void jb_arr_end(struct jbuf *b);
+void jb_str(struct jbuf *b, const char *key, const char *val);
+void jb_i64(struct jbuf *b, const char *key, int64_t v);
+void jb_u64(struct jbuf *b, const char *key, uint64_t v);
+void jb_dbl(struct jbuf *b, const char *key, double v);
+void jb_null(struct jbuf *b, const char *key);
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jval {
+	enum jtype type;
+	bool b;
+	double num;
+	bool is_int;
+	int64_t i;
+	char *str;
+	int n;			/* children (array elements / object members) */
+	char **keys;		/* object keys */
+	struct jval **kids;
+};
+
+struct jval *json_parse(const char *text, char *err, size_t errlen);
+void json_free(struct jval *v);
+struct jval *json_get(const struct jval *obj, const char *key);
+
+/* ---- subcommands ---- */
+
+int cmd_stat(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+
+/* compare internals shared with the tests */
+int compare_runs(struct run *runs, int nruns, const char *format, FILE *out,
+		 const char *svg_path, bool allow_mismatch);
+int compare_runs_labels(struct run *runs, int nruns, const char **labels, const char *format,
+			FILE *out, const char *svg_path, bool allow_mismatch);
+int write_svg(FILE *f, struct run *runs, int nruns, const char **labels);
+
+/* trace internals shared with the tests */
+#define NR_AGE_BUCKETS 40
+
+struct trace_kv {
+	char key[NAMELEN];
+	char val[NAMELEN];
+};
+
+struct trace_reason {
+	char name[NAMELEN];
+	uint64_t count;
+	uint64_t pages;
+	uint64_t cpus;
+};
+
+struct trace_stats {
+	uint64_t lines;
+	uint64_t unparsed;
+	uint64_t defer_events;
+	uint64_t defer_pages;
+	uint64_t flush_events;
+	uint64_t flush_pages;
+	uint64_t no_age;
+	int nreasons;
+	struct trace_reason reasons[32];
+	uint64_t age_count[NR_AGE_BUCKETS];
+	uint64_t age_pages[NR_AGE_BUCKETS];
+};
+
+int parse_trace_line(const char *line, char *event, size_t evlen,
+		     struct trace_kv *kv, int maxkv);
+void trace_account_line(struct trace_stats *st, const char *line);
+int age_bucket(uint64_t us);
+void trace_print(FILE *f, const struct trace_stats *st);
+
+#endif /* MIGRC_H */

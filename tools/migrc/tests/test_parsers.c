@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the migrc parsers and for compare, on the fixtures in
+ * tests/fixtures.  Output is TAP version 13, one line per test; the exit
+ * status is non-zero if any test failed.
+ *
+ * usage: test_parsers FIXTURE_DIR
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../migrc.h"
+
+static int ntests, nfailed;
+static const char *fixdir = "fixtures";
+
+static void ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	ntests++;
+	if (!cond)
+		nfailed++;
+	printf("%sok %d - ", cond ? "" : "not ", ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static char *fixture(const char *name)
+{
+	char path[4096], err[ERRLEN];
+	char *buf;
+
+	snprintf(path, sizeof(path), "%s/%s", fixdir, name);
+	buf = read_file(path, NULL, err, sizeof(err));
+	if (!buf) {
+		diag("cannot read fixture: %s", err);
+		return xstrdup("");
+	}
+	return buf;
+}
+
+/* ---- /proc/interrupts ---- */
+
+static bool irq_ok(const char *name, struct irq_snap *s)
+{
+	char err[ERRLEN] = "";
+	char *buf = fixture(name);
+	int ret = parse_interrupts(buf, s, err, sizeof(err));
+
+	free(buf);
+	if (ret)
+		diag("%s: %s", name, err);
+	return ret == 0;
+}
+
+static void irq_bad(const char *name, const char *expect)
+{
+	struct irq_snap s;
+	char err[ERRLEN] = "";
+	char *buf = fixture(name);
+	int ret = parse_interrupts(buf, &s, err, sizeof(err));
+
+	free(buf);
+	ok(ret != 0 && strstr(err, expect), "interrupts: %s rejected (\"%s\")", name, err);
+	if (!ret)
+		irq_snap_free(&s);
+}
+
+static void test_interrupts(void)
+{
+	static const uint64_t v4[] = { 1364803, 1303670, 1333921, 1349607 };
+	struct irq_snap a, b;
+	uint64_t d[64];
+	char err[ERRLEN] = "";
+
+	ok(irq_ok("interrupts-x86-2cpu", &a) && a.ncpus == 2 && a.has_tlb &&
+	   a.tlb[0] == 3264 && a.tlb[1] == 2273, "interrupts: x86 2 CPUs TLB values");
+	irq_snap_free(&a);
+	ok(irq_ok("interrupts-x86-4cpu", &a) && a.ncpus == 4 && a.has_tlb &&
+	   !memcmp(a.tlb, v4, sizeof(v4)), "interrupts: x86 4 CPUs TLB values");
+	ok(irq_ok("interrupts-x86-4cpu-after", &b) && !irq_delta(&a, &b, d, err, sizeof(err)) &&
+	   d[0] == 100 && d[1] == 200 && d[2] == 300 && d[3] == 400,
+	   "interrupts: per-CPU delta 4 CPUs");
+	ok(irq_delta(&b, &a, d, err, sizeof(err)) && strstr(err, "backwards"),
+	   "interrupts: counter going backwards is an error");
+	irq_snap_free(&b);
+	ok(irq_ok("interrupts-x86-4cpu-hotplug", &b) && b.ncpus == 3 && b.cpu_ids[2] == 3,
+	   "interrupts: header with an offline CPU (CPU0 CPU1 CPU3)");
+	ok(irq_delta(&a, &b, d, err, sizeof(err)) && strstr(err, "hotplug"),
+	   "interrupts: CPU set change between snapshots is an error (\"%s\")", err);
+	irq_snap_free(&a);
+	irq_snap_free(&b);
+	ok(irq_ok("interrupts-x86-64cpu", &a) && a.ncpus == 64 && a.cpu_ids[63] == 63 &&
+	   a.tlb[0] == 125553646 && a.tlb[63] == 125553646 + 63000,
+	   "interrupts: x86 64 CPUs TLB values");
+	ok(irq_ok("interrupts-x86-64cpu-after", &b) && !irq_delta(&a, &b, d, err, sizeof(err)) &&
+	   d[0] == 5 && d[63] == 635, "interrupts: per-CPU delta 64 CPUs");
+	irq_snap_free(&a);
+	irq_snap_free(&b);
+	ok(irq_ok("interrupts-arm64-4cpu", &a) && a.ncpus == 4 && !a.has_tlb,
+	   "interrupts: arm64 without a TLB line parses, has_tlb=false");
+	irq_snap_free(&a);
+	irq_bad("interrupts-truncated", "truncated");
+	irq_bad("interrupts-tlb-short", "2 valid value");
+	irq_bad("interrupts-tlb-garbage", "1 valid value");
+	irq_bad("interrupts-tlb-long", "more values");
+	irq_bad("interrupts-no-header", "header");
+	irq_bad("interrupts-empty", "empty");
+}
+
+/* ---- /proc/vmstat ---- */
+
+static bool vm_ok(const char *name, struct ctrlist *l)
+{
+	char err[ERRLEN] = "";
+	char *buf = fixture(name);
+	int ret = parse_vmstat(buf, l, err, sizeof(err));
+
+	free(buf);
+	if (ret)
+		diag("%s: %s", name, err);
+	return ret == 0;
+}
+
+static int64_t val(const struct ctrlist *l, const char *name)
+{
+	struct ctr *c = ctrlist_find(l, name);
+
+	return c && c->valid ? c->val : -1;
+}
+
+static void vm_delta_case(const char *base, int want_n, const char *name, int64_t want)
+{
+	struct ctrlist a, b, d;
+	char after[128], err[ERRLEN] = "";
+	bool good;
+
+	snprintf(after, sizeof(after), "%s-after", base);
+	good = vm_ok(base, &a) && vm_ok(after, &b) && !vmstat_delta(&a, &b, &d, err, sizeof(err));
+	ok(good && d.n == want_n && val(&d, name) == want &&
+	   val(&d, "pgmigrate_success") == 4096 && val(&d, "pgdemote_kswapd") == 2048 &&
+	   !ctrlist_find(&d, "pgfault"),
+	   "vmstat: %s deltas (%d counters, %s=%lld)", base, good ? d.n : -1, name,
+	   good ? (long long)val(&d, name) : -1LL);
+	if (good)
+		ctrlist_free(&d);
+	ctrlist_free(&a);
+	ctrlist_free(&b);
+}
+
+static void vm_bad(const char *name, const char *expect)
+{
+	struct ctrlist l;
+	char err[ERRLEN] = "";
+	char *buf = fixture(name);
+	int ret = parse_vmstat(buf, &l, err, sizeof(err));
+
+	free(buf);
+	ok(ret != 0 && strstr(err, expect), "vmstat: %s rejected (\"%s\")", name, err);
+}
+
+static void test_vmstat(void)
+{
+	struct ctrlist a, b, d;
+	char err[ERRLEN] = "";
+
+	ok(vm_ok("vmstat-plain", &a) && a.n == 192 && val(&a, "pgmigrate_success") == 3210 &&
+	   !ctrlist_find(&a, "nr_tlb_remote_flush"), "vmstat: plain sample (192 lines)");
+	ctrlist_free(&a);
+	ok(vm_ok("vmstat-migrc", &a) && a.n == 201 && val(&a, "nr_tlb_remote_flush") == 5000 &&
+	   val(&a, "migrc_flushed") == 5600, "vmstat: sample with nr_tlb_* and migrc_*");
+	ctrlist_free(&a);
+	vm_delta_case("vmstat-plain", 20, "numa_hint_faults", 777);
+	vm_delta_case("vmstat-tlbflush", 24, "nr_tlb_remote_flush_received", 750);
+	vm_delta_case("vmstat-migrc", 29, "migrc_flush_skipped", 370);
+	vm_delta_case("vmstat-migrc-only", 25, "migrc_deferred_pages", 4096);
+	ok(vm_ok("vmstat-migrc", &a) && vm_ok("vmstat-migrc-after-missing", &b) &&
+	   vmstat_delta(&a, &b, &d, err, sizeof(err)) && strstr(err, "migrc_flushed"),
+	   "vmstat: counter disappearing between snapshots is an error (\"%s\")", err);
+	ctrlist_free(&a);
+	ctrlist_free(&b);
+	vm_bad("vmstat-truncated", "truncated");
+	vm_bad("vmstat-garbage", "pgmigrate_fail");
+	vm_bad("vmstat-noval", "line");
+	vm_bad("vmstat-dup", "duplicate");
+	vm_bad("vmstat-empty", "empty");
+	ok(vmstat_interesting("numa_hit") && vmstat_interesting("migrc_anything") &&
+	   vmstat_interesting("nr_tlb_local_flush_one") && vmstat_interesting("pgpromote_success") &&
+	   !vmstat_interesting("pgfault") && !vmstat_interesting("nr_free_pages") &&
+	   !vmstat_interesting("thp_migration_success"), "vmstat: counter selection");
+}
+
+/* ---- /proc/stat, CPU lists ---- */
+
+static void test_stat_cpulist(void)
+{
+	struct cpu_times t;
+	char err[ERRLEN] = "";
+	int *ids = NULL, n = 0;
+
+	ok(!parse_proc_stat("cpu  12113 5 9721 42284 662 3 141 17 0 0\ncpu0 1 2 3\n", &t,
+			    err, sizeof(err)) && t.user == 12118 && t.sys == 9865,
+	   "stat: cpu line user=12118 sys=9865 ticks");
+	ok(parse_proc_stat("cpu  12113 0 9721\n", &t, err, sizeof(err)) != 0,
+	   "stat: short cpu line rejected (\"%s\")", err);
+	ok(parse_proc_stat("intr 1 2 3\n", &t, err, sizeof(err)) != 0,
+	   "stat: missing cpu line rejected");
+	ok(!parse_cpu_list("0-3,8,10-11\n", &ids, &n, err, sizeof(err)) && n == 7 &&
+	   ids[3] == 3 && ids[4] == 8 && ids[6] == 11, "cpulist: 0-3,8,10-11");
+	free(ids);
+	ok(!parse_cpu_list("0\n", &ids, &n, err, sizeof(err)) && n == 1 && ids[0] == 0,
+	   "cpulist: single CPU");
+	free(ids);
+	ok(parse_cpu_list("3-1", &ids, &n, err, sizeof(err)) &&
+	   parse_cpu_list("", &ids, &n, err, sizeof(err)) &&
+	   parse_cpu_list("0,,1", &ids, &n, err, sizeof(err)) &&
+	   parse_cpu_list("1,0", &ids, &n, err, sizeof(err)) &&
+	   parse_cpu_list("x", &ids, &n, err, sizeof(err)), "cpulist: malformed lists rejected");
+}
+
+/* ---- tracepoint format files ---- */
+
+static void test_tpformat(void)
+{
+	struct tp_sym syms[NR_TLB_REASONS_MAX];
+	struct tp_format f;
+	char err[ERRLEN] = "", name[NAMELEN];
+	char *buf;
+	int n;
+
+	buf = fixture("tracefs-6.12/events/tlb/tlb_flush/format");
+	ok(!parse_tp_format(buf, &f, err, sizeof(err)) && f.id == 188 && f.nfields == 6 &&
+	   tp_has_field(&f, "reason") && tp_has_field(&f, "pages") &&
+	   !strcmp(f.name, "tlb_flush"), "format: tlb_flush id and fields");
+	n = parse_print_symbolic(f.print_fmt, "reason", syms, NR_TLB_REASONS_MAX);
+	ok(n == 5 && syms[3].value == 3 && !strcmp(syms[3].str, "local mm shootdown") &&
+	   syms[4].value == 4, "format: tlb_flush reasons from print fmt (%d)", n);
+	ok(parse_print_symbolic(f.print_fmt, "pages", syms, NR_TLB_REASONS_MAX) == 0,
+	   "format: field without __print_symbolic gives 0");
+	tp_format_free(&f);
+	free(buf);
+	buf = fixture("tlb_flush-format-6.18");
+	ok(!parse_tp_format(buf, &f, err, sizeof(err)) &&
+	   parse_print_symbolic(f.print_fmt, "reason", syms, NR_TLB_REASONS_MAX) == 6 &&
+	   !strcmp(tlb_reason_name(syms[3].str, name, sizeof(name)), "TLB_LOCAL_MM_SHOOTDOWN") &&
+	   !strcmp(tlb_reason_name(syms[5].str, name, sizeof(name)), "TLB_REMOTE_WRONG_CPU"),
+	   "format: newer kernel, 6 reasons, names mapped (%s)", name);
+	tp_format_free(&f);
+	free(buf);
+	ok(!strcmp(tlb_reason_name("remote ipi send", name, sizeof(name)), "TLB_REMOTE_SEND_IPI") &&
+	   !strcmp(tlb_reason_name("flush on task switch", name, sizeof(name)),
+		   "TLB_FLUSH_ON_TASK_SWITCH"), "format: reason strings map to enum names");
+	buf = fixture("tlb_flush-format-enum");
+	ok(!parse_tp_format(buf, &f, err, sizeof(err)) &&
+	   parse_print_symbolic(f.print_fmt, "reason", syms, NR_TLB_REASONS_MAX) == -1,
+	   "format: unresolved enum names detected (fallback needed)");
+	tp_format_free(&f);
+	free(buf);
+	buf = fixture("tracefs-6.12/events/migrc/migrc_flush/format");
+	ok(!parse_tp_format(buf, &f, err, sizeof(err)) && f.id == 1502 &&
+	   tp_has_field(&f, "reason") && tp_has_field(&f, "gen") && tp_has_field(&f, "nr_cpus") &&
+	   tp_has_field(&f, "nr_pages") && tp_has_field(&f, "age_us") &&
+	   tp_has_field(&f, "comm"), "format: migrc_flush fields (__data_loc, arrays)");
+	tp_format_free(&f);
+	free(buf);
+	ok(parse_tp_format("name: x\nID: 12\n", &f, err, sizeof(err)) != 0,
+	   "format: file without fields rejected");
+	ok(parse_tp_format("ID: abc\n\tfield:int a;\n", &f, err, sizeof(err)) != 0,
+	   "format: malformed ID rejected");
+}
+
+/* ---- JSON ---- */
+
+static void json_bad(const char *text, const char *what)
+{
+	char err[ERRLEN] = "";
+	struct jval *v = json_parse(text, err, sizeof(err));
+
+	ok(!v && strstr(err, "invalid JSON"), "json: rejects %s (\"%s\")", what, err);
+	json_free(v);
+}
+
+static void test_json(void)
+{
+	char err[ERRLEN] = "", deep[300];
+	struct jval *v, *a;
+
+	v = json_parse(" {\"a\": [1, -2, 3.5e2, 119001107892], \"s\": \"x\\\"\\u00e9\\n\","
+		       " \"t\": true, \"n\": null, \"o\": {}} ", err, sizeof(err));
+	a = json_get(v, "a");
+	ok(v && a && a->n == 4 && a->kids[0]->is_int && a->kids[1]->i == -2 &&
+	   !a->kids[2]->is_int && a->kids[2]->num == 350 && a->kids[3]->i == 119001107892LL &&
+	   !strcmp(json_get(v, "s")->str, "x\"\xc3\xa9\n") && json_get(v, "t")->b &&
+	   json_get(v, "n")->type == J_NULL && json_get(v, "o")->n == 0,
+	   "json: values, escapes, exact 64-bit integers");
+	json_free(v);
+	json_bad("{\"a\": 1,}", "trailing comma");
+	json_bad("{\"a\": \"abc", "unterminated string");
+	json_bad("[01]", "leading zero");
+	json_bad("{\"a\" 1}", "missing colon");
+	json_bad("", "empty input");
+	json_bad("[1] x", "trailing garbage");
+	json_bad("[\"\\x\"]", "bad escape");
+	json_bad("[\"a\tb\"]", "raw control character");
+	memset(deep, '[', sizeof(deep) - 1);
+	deep[sizeof(deep) - 1] = '\0';
+	json_bad(deep, "nesting deeper than 64");
+}
+
+static bool load(const char *name, struct run *r, char *err, size_t errlen)
+{
+	char *buf = fixture(name);
+	int ret = run_from_json(buf, r, err, errlen);
+
+	free(buf);
+	return ret == 0;
+}
+
+static void run_bad(const char *name, const char *expect)
+{
+	char err[ERRLEN] = "";
+	struct run r;
+
+	ok(!load(name, &r, err, sizeof(err)) && strstr(err, expect),
+	   "result: %s rejected (\"%s\")", name, err);
+}
+
+static void test_results(void)
+{
+	char err[ERRLEN] = "";
+	struct run r, r2;
+	char *s;
+
+	ok(load("run-before.json", &r, err, sizeof(err)) && r.ncpus == 16 &&
+	   r.tlb_total == 21430968 && r.per_cpu[15] == 1340971 && r.has_flush &&
+	   val(&r.flush, "total") == 1357543886 && val(&r.hw, "dTLB-load-misses") == 119001107892LL &&
+	   val(&r.vmstat, "pgmigrate_success") == 1000000 && fabs(r.wall_s - 968.783) < 1e-9 &&
+	   r.command.n == 5 && !strcmp(r.label, "BEFORE"), "result: valid file loads exactly");
+	s = run_to_json(&r);
+	ok(!run_from_json(s, &r2, err, sizeof(err)) && r2.tlb_total == r.tlb_total &&
+	   r2.ncpus == 16 && val(&r2.hw, "iTLB-load-misses") == 1355272118 &&
+	   r2.flush.n == r.flush.n && !strcmp(r2.cmdline, r.cmdline),
+	   "result: JSON write/read round trip");
+	free(s);
+	run_free(&r2);
+	run_free(&r);
+	ok(load("run-nulls.json", &r, err, sizeof(err)) && !r.has_tlb && !r.has_flush &&
+	   r.hw.n == 3 && !r.hw.v[0].valid && r.absent.n == 1,
+	   "result: null sections load as absent");
+	run_free(&r);
+	run_bad("run-invalid.json", "line");
+	run_bad("run-truncated.json", "invalid JSON");
+	run_bad("run-empty.json", "invalid JSON");
+	run_bad("run-not-migrc.json", "not a migrc result");
+	run_bad("run-version2.json", "version 2");
+	run_bad("run-bad-total.json", "add up");
+	run_bad("run-bad-ncpus.json", "ncpus");
+	run_bad("run-bad-type.json", "pgmigrate_success");
+}
+
+/* ---- compare ---- */
+
+static char *compare_to_string(struct run *runs, int n, const char *fmt, const char *svg,
+			       int *ret)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	*ret = compare_runs(runs, n, fmt, f, svg, false);
+	fclose(f);
+	return buf;
+}
+
+static void test_compare(void)
+{
+	char err[ERRLEN] = "", svg[] = "/tmp/migrc-test-XXXXXX";
+	struct run runs[3];
+	char *out, *s;
+	struct jval *v;
+	int ret, fd;
+
+	if (!load("run-before.json", &runs[0], err, sizeof(err)) ||
+	    !load("run-after.json", &runs[1], err, sizeof(err)) ||
+	    !load("run-64cpu.json", &runs[2], err, sizeof(err)))
+		diag("cannot load compare fixtures: %s", err);
+	out = compare_to_string(runs, 2, "csv", NULL, &ret);
+	ok(ret == 0 && strstr(out, "\nTLB shootdowns (/proc/interrupts),total,21430968,1851680,91.36\n") &&
+	   strstr(out, "\nTLB shootdowns (/proc/interrupts),CPU0,1364803,117257,91.41\n") &&
+	   strstr(out, "\ntlb:tlb_flush events by reason,total,1357543886,69175002,94.90\n") &&
+	   strstr(out, "\n/proc/vmstat,migrc_deferred,,99000,\n") &&
+	   strstr(out, "\nruntime,wall_s,968.783,913.210,5.74\n"),
+	   "compare: csv rows and reductions exact");
+	free(out);
+	out = compare_to_string(runs, 2, "table", NULL, &ret);
+	ok(ret == 0 && strstr(out, "BEFORE") && strstr(out, "AFTER") && strstr(out, "91.36%") &&
+	   strstr(out, "dTLB-load-misses") && strstr(out, "1.17%"),
+	   "compare: table has labels and reductions");
+	free(out);
+	out = compare_to_string(runs, 2, "json", NULL, &ret);
+	v = json_parse(out, err, sizeof(err));
+	ok(ret == 0 && v && json_get(v, "rows") && json_get(v, "rows")->n > 16 &&
+	   !strcmp(json_get(v, "kind")->str, "compare"), "compare: json output parses");
+	json_free(v);
+	free(out);
+	fd = mkstemp(svg);
+	close(fd);
+	out = compare_to_string(runs, 3, "table", svg, &ret);
+	ok(ret == EXIT_MISMATCH && strstr(out, "CPU COUNT MISMATCH") && strstr(out, "CPU63"),
+	   "compare: 16 vs 64 CPUs warns and exits %d", EXIT_MISMATCH);
+	free(out);
+	s = read_file(svg, NULL, err, sizeof(err));
+	ok(s && !strncmp(s, "<svg", 4) && strstr(s, "</svg>\n") &&
+	   strlen(strstr(s, "</svg>\n")) == 7 && strstr(s, "AFTER-64") &&
+	   strstr(s, "TLB shootdowns per CPU"), "compare: svg is well formed and labelled");
+	free(s);
+	unlink(svg);
+	run_free(&runs[0]);
+	run_free(&runs[1]);
+	run_free(&runs[2]);
+}
+
+/* ---- trace ---- */
+
+static void test_trace(void)
+{
+	struct trace_kv kv[16];
+	struct trace_stats st;
+	char ev[NAMELEN];
+	char *buf, *line, *save = NULL;
+	int n;
+
+	n = parse_trace_line("    llama-1234  [002] d..1.  100.001000: migrc_flush: reason=alloc "
+			     "gen=7 nr_cpus=3 nr_pages=512 age_us=0", ev, sizeof(ev), kv, 16);
+	ok(n == 5 && !strcmp(ev, "migrc_flush") && !strcmp(kv[0].val, "alloc") &&
+	   !strcmp(kv[4].key, "age_us"), "trace: tracefs line parsed (%d fields)", n);
+	n = parse_trace_line("      llama-1234  [002]   200.000001: migrc_flush:          "
+			     "reason=\"page cache write\" age_us=70000", ev, sizeof(ev), kv, 16);
+	ok(n == 2 && !strcmp(kv[0].val, "page cache write") && !strcmp(kv[1].val, "70000"),
+	   "trace: trace-cmd report line with quoted value");
+	ok(parse_trace_line("# tracer: nop", ev, sizeof(ev), kv, 16) < 0 &&
+	   parse_trace_line("garbage: x=1", ev, sizeof(ev), kv, 16) < 0,
+	   "trace: comments and garbage are not events");
+	ok(age_bucket(0) == 0 && age_bucket(1) == 1 && age_bucket(3) == 2 && age_bucket(4) == 3 &&
+	   age_bucket(1023) == 10 && age_bucket(1024) == 11 &&
+	   age_bucket(UINT64_MAX) == NR_AGE_BUCKETS - 1, "trace: log2 buckets");
+	memset(&st, 0, sizeof(st));
+	buf = fixture("trace-migrc.txt");
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		trace_account_line(&st, line);
+	free(buf);
+	ok(st.defer_events == 2 && st.defer_pages == 1024 && st.flush_events == 6 &&
+	   st.flush_pages == 656 && st.unparsed == 1, "trace: event and page counts");
+	ok(st.nreasons == 4 && !strcmp(st.reasons[0].name, "alloc") && st.reasons[0].count == 3 &&
+	   st.reasons[0].pages == 642 && !strcmp(st.reasons[3].name, "page cache write"),
+	   "trace: flush reasons");
+	ok(st.age_count[0] == 1 && st.age_count[1] == 1 && st.age_count[2] == 1 &&
+	   st.age_count[10] == 2 && st.age_count[11] == 1 && st.age_pages[10] == 32,
+	   "trace: age histogram");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		fixdir = argv[1];
+	printf("TAP version 13\n");
+	test_interrupts();
+	test_vmstat();
+	test_stat_cpulist();
+	test_tpformat();
+	test_json();
+	test_results();
+	test_compare();
+	test_trace();
+	printf("1..%d\n", ntests);
+	if (nfailed)
+		printf("# %d of %d tests failed\n", nfailed, ntests);
+	return nfailed ? 1 : 0;
+}

@@ -1,0 +1,736 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * migrc trace - record the migrc tracepoints (migrc:migrc_defer and
+ * migrc:migrc_flush) in a private tracefs instance while a command runs,
+ * then print the flush reasons and a log2 histogram of how long pages stayed
+ * deferred (the flush event's age_us field).
+ *
+ * Trace lines are parsed generically: "... <ts>: <event>: key=value ...",
+ * which matches both tracefs "trace"/"trace_pipe" and "trace-cmd report".
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "migrc.h"
+
+#define MAX_KV 32
+
+/* Overridable at build time only to exercise the live path on other events. */
+#ifndef TP_SYSTEM
+#define TP_SYSTEM	"migrc"
+#endif
+#ifndef TP_FLUSH
+#define TP_FLUSH	"migrc_flush"
+#endif
+#ifndef TP_DEFER
+#define TP_DEFER	"migrc_defer"
+#endif
+
+struct trace_opts {
+	const char *raw_out;
+	const char *json_out;
+	const char *input;
+	char **cmd;
+	int ncmd;
+};
+
+static volatile sig_atomic_t term_requested;
+
+static void trace_usage(FILE *f)
+{
+	fprintf(f,
+"usage: migrc trace [-o RAW.txt] [--json FILE.json] -- COMMAND [ARGS...]\n"
+"       migrc trace -i TRACE.txt [--json FILE.json]\n"
+"\n"
+"Record the migrc tracepoints (events/migrc/migrc_defer, migrc_flush) in a\n"
+"private tracefs instance while COMMAND runs, then print the flush reasons\n"
+"and a log2 histogram of the flush age (age_us: how long pages stayed\n"
+"deferred).  -i analyses a saved text trace (tracefs \"trace\" file,\n"
+"trace_pipe output, or 'trace-cmd report' output) instead.\n"
+"\n"
+"  -o, --output FILE    save the raw trace text (can be re-read with -i)\n"
+"  -j, --json FILE      write the summary as JSON\n"
+"  -i, --input FILE     analyse FILE instead of recording\n"
+"  -h, --help           this help\n"
+"\n"
+"Exit: 0 ok (the command's own status is printed), 1 usage, 2 system error\n"
+"(e.g. not root: a tracefs instance cannot be created), 3 tracefs or the\n"
+"migrc tracepoints are absent (kernel without migrc).\n"
+"Environment: MIGRC_TRACEFS overrides the tracefs mount point.\n");
+}
+
+/* ---- line parsing ---- */
+
+static bool is_timestamp_colon(const char *line, const char *colon)
+{
+	const char *p = colon;
+	bool dot = false, digits = false;
+
+	while (p > line && (isdigit((unsigned char)p[-1]) || p[-1] == '.')) {
+		p--;
+		if (*p == '.')
+			dot = true;
+		else
+			digits = true;
+	}
+	return dot && digits && (p == line || isspace((unsigned char)p[-1]));
+}
+
+static const char *parse_value(const char *p, char *val, size_t len)
+{
+	size_t n = 0;
+
+	if (*p == '"') {
+		for (p++; *p && *p != '"'; p++)
+			if (n < len - 1)
+				val[n++] = *p;
+		if (*p == '"')
+			p++;
+	} else {
+		for (; *p && !isspace((unsigned char)*p); p++)
+			if (n < len - 1)
+				val[n++] = *p;
+	}
+	val[n] = '\0';
+	return p;
+}
+
+static int parse_kvs(const char *p, struct trace_kv *kv, int maxkv)
+{
+	int n = 0;
+
+	while (*p) {
+		char junk[NAMELEN];
+		const char *eq;
+		size_t klen;
+
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p)
+			break;
+		eq = p;
+		while (*eq && *eq != '=' && !isspace((unsigned char)*eq))
+			eq++;
+		if (*eq != '=') {
+			p = eq;		/* a word without '=': skip it */
+			continue;
+		}
+		klen = eq - p;
+		if (n < maxkv && klen > 0 && klen < NAMELEN) {
+			memcpy(kv[n].key, p, klen);
+			kv[n].key[klen] = '\0';
+			p = parse_value(eq + 1, kv[n].val, NAMELEN);
+			n++;
+		} else {
+			p = parse_value(eq + 1, junk, sizeof(junk));
+		}
+	}
+	return n;
+}
+
+/*
+ * Returns the number of key=value pairs, or -1 if the line is not an event
+ * line (comment, header, garbage).
+ */
+int parse_trace_line(const char *line, char *event, size_t evlen,
+		     struct trace_kv *kv, int maxkv)
+{
+	const char *c, *ev, *end;
+
+	if (*line == '#')
+		return -1;
+	for (c = strchr(line, ':'); c; c = strchr(c + 1, ':'))
+		if (c[1] == ' ' && is_timestamp_colon(line, c))
+			break;
+	if (!c)
+		return -1;
+	ev = c + 1;
+	while (*ev == ' ')
+		ev++;
+	end = ev;
+	while (*end && *end != ':' && !isspace((unsigned char)*end))
+		end++;
+	if (*end != ':' || end == ev || (size_t)(end - ev) >= evlen)
+		return -1;
+	memcpy(event, ev, end - ev);
+	event[end - ev] = '\0';
+	return parse_kvs(end + 1, kv, maxkv);
+}
+
+static const char *kv_get(const struct trace_kv *kv, int n, const char *key)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(kv[i].key, key))
+			return kv[i].val;
+	return NULL;
+}
+
+static bool kv_u64(const struct trace_kv *kv, int n, const char *key, uint64_t *out)
+{
+	const char *v = kv_get(kv, n, key);
+	const char *end;
+
+	return v && parse_u64(v, &end, out) && *end == '\0';
+}
+
+int age_bucket(uint64_t us)
+{
+	int b = 0;
+
+	while (us) {
+		us >>= 1;
+		b++;
+	}
+	return b < NR_AGE_BUCKETS ? b : NR_AGE_BUCKETS - 1;
+}
+
+static struct trace_reason *reason_slot(struct trace_stats *st, const char *name)
+{
+	int i;
+
+	for (i = 0; i < st->nreasons; i++)
+		if (!strcmp(st->reasons[i].name, name))
+			return &st->reasons[i];
+	if (st->nreasons == (int)(sizeof(st->reasons) / sizeof(st->reasons[0])))
+		return &st->reasons[st->nreasons - 1];	/* overflow bucket */
+	snprintf(st->reasons[st->nreasons].name, NAMELEN, "%s", name);
+	return &st->reasons[st->nreasons++];
+}
+
+static void account_flush(struct trace_stats *st, const struct trace_kv *kv, int n)
+{
+	const char *reason = kv_get(kv, n, "reason");
+	struct trace_reason *r = reason_slot(st, reason ? reason : "(no reason field)");
+	uint64_t pages = 0, cpus = 0, age;
+
+	kv_u64(kv, n, "nr_pages", &pages);
+	kv_u64(kv, n, "nr_cpus", &cpus);
+	st->flush_events++;
+	st->flush_pages += pages;
+	r->count++;
+	r->pages += pages;
+	r->cpus += cpus;
+	if (!kv_u64(kv, n, "age_us", &age)) {
+		st->no_age++;
+		return;
+	}
+	st->age_count[age_bucket(age)]++;
+	st->age_pages[age_bucket(age)] += pages;
+}
+
+void trace_account_line(struct trace_stats *st, const char *line)
+{
+	struct trace_kv kv[MAX_KV];
+	char event[NAMELEN];
+	uint64_t pages;
+	int n;
+
+	if (!*line || *line == '#')
+		return;
+	st->lines++;
+	n = parse_trace_line(line, event, sizeof(event), kv, MAX_KV);
+	if (n < 0) {
+		st->unparsed++;
+		return;
+	}
+	if (!strcmp(event, TP_DEFER)) {
+		st->defer_events++;
+		if (kv_u64(kv, n, "nr_pages", &pages))
+			st->defer_pages += pages;
+	} else if (!strcmp(event, TP_FLUSH)) {
+		account_flush(st, kv, n);
+	}
+}
+
+/* ---- output ---- */
+
+static const char *us_str(uint64_t us, char *buf, size_t len)
+{
+	if (us < 1000)
+		snprintf(buf, len, "%lluus", (unsigned long long)us);
+	else if (us < 1000000)
+		snprintf(buf, len, "%.3gms", us / 1e3);
+	else
+		snprintf(buf, len, "%.3gs", us / 1e6);
+	return buf;
+}
+
+static void bucket_range(int b, char *buf, size_t len)
+{
+	char lo[32], hi[32];
+
+	if (b == 0) {
+		snprintf(buf, len, "[0]");
+		return;
+	}
+	us_str(1ULL << (b - 1), lo, sizeof(lo));
+	if (b == NR_AGE_BUCKETS - 1)
+		snprintf(buf, len, "[%s, ...)", lo);
+	else
+		snprintf(buf, len, "[%s, %s)", lo, us_str(1ULL << b, hi, sizeof(hi)));
+}
+
+static void print_histogram(FILE *f, const struct trace_stats *st)
+{
+	uint64_t max = 0;
+	int b, lo = -1, hi = -1;
+	char range[64];
+
+	for (b = 0; b < NR_AGE_BUCKETS; b++) {
+		if (!st->age_count[b])
+			continue;
+		if (lo < 0)
+			lo = b;
+		hi = b;
+		if (st->age_count[b] > max)
+			max = st->age_count[b];
+	}
+	fprintf(f, "\nflush age (age_us: how long pages stayed deferred), log2 buckets:\n");
+	if (lo < 0) {
+		fprintf(f, "  (no migrc_flush events with an age_us field)\n");
+		return;
+	}
+	fprintf(f, "  %-20s %10s %12s\n", "age", "flushes", "pages");
+	for (b = lo; b <= hi; b++) {
+		int w = (int)(40 * st->age_count[b] / max);
+
+		bucket_range(b, range, sizeof(range));
+		fprintf(f, "  %-20s %10llu %12llu |%-40.*s|\n", range,
+			(unsigned long long)st->age_count[b],
+			(unsigned long long)st->age_pages[b], w,
+			"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@");
+	}
+	if (st->no_age)
+		fprintf(f, "  (%llu flush events without age_us)\n",
+			(unsigned long long)st->no_age);
+}
+
+void trace_print(FILE *f, const struct trace_stats *st)
+{
+	int i;
+
+	fprintf(f, "migrc_defer: %llu events, %llu pages\n",
+		(unsigned long long)st->defer_events, (unsigned long long)st->defer_pages);
+	fprintf(f, "migrc_flush: %llu events, %llu pages\n",
+		(unsigned long long)st->flush_events, (unsigned long long)st->flush_pages);
+	if (st->unparsed)
+		fprintf(f, "(%llu of %llu lines were not event lines)\n",
+			(unsigned long long)st->unparsed, (unsigned long long)st->lines);
+	fprintf(f, "\nflush reasons:\n  %-24s %10s %12s %12s\n", "reason", "flushes", "pages",
+		"mean_cpus");
+	for (i = 0; i < st->nreasons; i++) {
+		const struct trace_reason *r = &st->reasons[i];
+
+		fprintf(f, "  %-24s %10llu %12llu %12.2f\n", r->name,
+			(unsigned long long)r->count, (unsigned long long)r->pages,
+			r->count ? (double)r->cpus / r->count : 0.0);
+	}
+	if (!st->nreasons)
+		fprintf(f, "  (none)\n");
+	print_histogram(f, st);
+}
+
+static char *trace_json(const struct trace_stats *st, const struct trace_opts *o,
+			int exit_status)
+{
+	struct jbuf b;
+	int i;
+
+	jb_init(&b);
+	jb_obj_begin(&b, NULL);
+	jb_str(&b, "tool", "migrc");
+	jb_str(&b, "kind", "trace");
+	jb_i64(&b, "version", MIGRC_VERSION);
+	jb_arr_begin(&b, "command");
+	for (i = 0; i < o->ncmd; i++)
+		jb_str(&b, NULL, o->cmd[i]);
+	jb_arr_end(&b);
+	if (o->ncmd)
+		jb_i64(&b, "exit_status", exit_status);
+	else
+		jb_null(&b, "exit_status");
+	jb_u64(&b, "defer_events", st->defer_events);
+	jb_u64(&b, "defer_pages", st->defer_pages);
+	jb_u64(&b, "flush_events", st->flush_events);
+	jb_u64(&b, "flush_pages", st->flush_pages);
+	jb_obj_begin(&b, "flush_reasons");
+	for (i = 0; i < st->nreasons; i++) {
+		jb_obj_begin(&b, st->reasons[i].name);
+		jb_u64(&b, "flushes", st->reasons[i].count);
+		jb_u64(&b, "pages", st->reasons[i].pages);
+		jb_obj_end(&b);
+	}
+	jb_obj_end(&b);
+	jb_arr_begin(&b, "age_us_log2");
+	for (i = 0; i < NR_AGE_BUCKETS; i++) {
+		if (!st->age_count[i])
+			continue;
+		jb_obj_begin(&b, NULL);
+		jb_u64(&b, "lo", i ? 1ULL << (i - 1) : 0);
+		if (i == NR_AGE_BUCKETS - 1)
+			jb_null(&b, "hi");
+		else
+			jb_u64(&b, "hi", i ? 1ULL << i : 1);
+		jb_u64(&b, "flushes", st->age_count[i]);
+		jb_u64(&b, "pages", st->age_pages[i]);
+		jb_obj_end(&b);
+	}
+	jb_arr_end(&b);
+	jb_u64(&b, "unparsed_lines", st->unparsed);
+	jb_obj_end(&b);
+	jb_raw(&b, "\n");
+	return b.s;
+}
+
+/* ---- feeding text ---- */
+
+struct linebuf {
+	char *s;
+	size_t len, cap;
+	FILE *raw;
+};
+
+static void feed(struct linebuf *lb, struct trace_stats *st, const char *data, size_t n)
+{
+	size_t i;
+
+	if (lb->raw)
+		fwrite(data, 1, n, lb->raw);
+	for (i = 0; i < n; i++) {
+		if (lb->len + 1 >= lb->cap) {
+			lb->cap = lb->cap ? lb->cap * 2 : 4096;
+			lb->s = xrealloc(lb->s, lb->cap);
+		}
+		if (data[i] != '\n') {
+			lb->s[lb->len++] = data[i];
+			continue;
+		}
+		lb->s[lb->len] = '\0';
+		trace_account_line(st, lb->s);
+		lb->len = 0;
+	}
+}
+
+static void feed_flush(struct linebuf *lb, struct trace_stats *st)
+{
+	if (lb->len) {
+		lb->s[lb->len] = '\0';
+		trace_account_line(st, lb->s);
+		lb->len = 0;
+	}
+}
+
+/* ---- live recording ---- */
+
+struct instance {
+	char dir[4096];
+	bool created;
+	int pipe_fd;
+};
+
+static int instance_write(struct instance *in, const char *rel, const char *val)
+{
+	char path[4200];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s", in->dir, rel);
+	ret = write_file_str(path, val);
+	if (ret)
+		errmsg("cannot write '%s' to %s: %s", val, path, strerror(-ret));
+	return ret;
+}
+
+static void instance_destroy(struct instance *in)
+{
+	char path[4200];
+
+	if (in->pipe_fd >= 0)
+		close(in->pipe_fd);
+	in->pipe_fd = -1;
+	if (!in->created)
+		return;
+	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/enable", in->dir);
+	write_file_str(path, "0");
+	if (rmdir(in->dir))
+		warnmsg("could not remove tracefs instance %s: %s", in->dir, strerror(errno));
+	in->created = false;
+}
+
+static int check_events(const char *root)
+{
+	char path[4096];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_FLUSH, root);
+	if (stat(path, &st)) {
+		errmsg("the migrc tracepoints are absent: %s not found (kernel without "
+		       "migrc, or CONFIG_MIGRC off)", path);
+		return EXIT_ABSENT;
+	}
+	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_DEFER, root);
+	if (stat(path, &st))
+		warnmsg("%s not found; only migrc_flush will be recorded", path);
+	return 0;
+}
+
+static void check_format(const char *root)
+{
+	char path[4096], err[ERRLEN];
+	struct tp_format f;
+	char *buf;
+
+	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_FLUSH "/format", root);
+	buf = read_file(path, NULL, err, sizeof(err));
+	if (!buf)
+		return;
+	if (!parse_tp_format(buf, &f, err, sizeof(err))) {
+		if (!tp_has_field(&f, "age_us"))
+			warnmsg("migrc_flush has no age_us field: no age histogram");
+		if (!tp_has_field(&f, "reason"))
+			warnmsg("migrc_flush has no reason field");
+		tp_format_free(&f);
+	} else {
+		warnmsg("%s: %s", path, err);
+	}
+	free(buf);
+}
+
+static int instance_create(struct instance *in, const char *root)
+{
+	char path[4200];
+
+	snprintf(in->dir, sizeof(in->dir), "%s/instances/migrc-%d", root, (int)getpid());
+	if (mkdir(in->dir, 0755)) {
+		errmsg("cannot create tracefs instance %s: %s%s", in->dir, strerror(errno),
+		       (errno == EACCES || errno == EPERM) ? " (needs root)" : "");
+		return EXIT_SYSERR;
+	}
+	in->created = true;
+	instance_write(in, "buffer_size_kb", "8192");
+	if (instance_write(in, "events/" TP_SYSTEM "/" TP_FLUSH "/enable", "1"))
+		return EXIT_SYSERR;
+	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_DEFER "/enable", in->dir);
+	if (!access(path, F_OK) &&
+	    instance_write(in, "events/" TP_SYSTEM "/" TP_DEFER "/enable", "1"))
+		return EXIT_SYSERR;
+	snprintf(path, sizeof(path), "%s/trace_pipe", in->dir);
+	in->pipe_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (in->pipe_fd < 0) {
+		errmsg("cannot open %s: %s", path, strerror(errno));
+		return EXIT_SYSERR;
+	}
+	return 0;
+}
+
+static void drain(struct instance *in, struct linebuf *lb, struct trace_stats *st)
+{
+	char buf[65536];
+	ssize_t r;
+
+	while ((r = read(in->pipe_fd, buf, sizeof(buf))) > 0)
+		feed(lb, st, buf, r);
+}
+
+static void on_term(int sig)
+{
+	(void)sig;
+	term_requested = 1;
+}
+
+static pid_t spawn(char **cmd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "migrc: error: cannot execute '%s': %s\n", cmd[0],
+			strerror(errno));
+		_exit(errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+	}
+	return pid;
+}
+
+static int record(struct instance *in, char **cmd, struct linebuf *lb,
+		  struct trace_stats *st, int *exit_status)
+{
+	struct sigaction sa;
+	struct pollfd pfd;
+	int status;
+	pid_t pid;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_term;
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	pid = spawn(cmd);
+	if (pid < 0) {
+		errmsg("fork: %s", strerror(errno));
+		return EXIT_SYSERR;
+	}
+	pfd.fd = in->pipe_fd;
+	pfd.events = POLLIN;
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			break;
+		if (term_requested) {
+			kill(pid, SIGTERM);
+			term_requested = 0;
+		}
+		if (poll(&pfd, 1, 200) > 0)
+			drain(in, lb, st);
+	}
+	instance_write(in, "events/" TP_SYSTEM "/enable", "0");
+	drain(in, lb, st);
+	*exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return 0;
+}
+
+static int trace_live(const struct trace_opts *o, struct linebuf *lb,
+		      struct trace_stats *st, int *exit_status)
+{
+	struct instance in = { .pipe_fd = -1 };
+	const char *root = tracefs_root(true);
+	int ret;
+
+	if (!root) {
+		errmsg("%s; migrc trace needs tracefs", tracefs_why());
+		return strstr(tracefs_why(), "accessible") ? EXIT_SYSERR : EXIT_ABSENT;
+	}
+	ret = check_events(root);
+	if (ret)
+		return ret;
+	check_format(root);
+	ret = instance_create(&in, root);
+	if (!ret)
+		ret = record(&in, o->cmd, lb, st, exit_status);
+	instance_destroy(&in);
+	return ret;
+}
+
+static int trace_file(const char *path, struct linebuf *lb, struct trace_stats *st)
+{
+	char err[ERRLEN];
+	size_t len;
+	char *buf = read_file(path, &len, err, sizeof(err));
+
+	if (!buf) {
+		errmsg("%s", err);
+		return EXIT_SYSERR;
+	}
+	feed(lb, st, buf, len);
+	free(buf);
+	return 0;
+}
+
+static int parse_trace_args(int argc, char **argv, struct trace_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+o:j:i:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			o->raw_out = optarg;
+			break;
+		case 'j':
+			o->json_out = optarg;
+			break;
+		case 'i':
+			o->input = optarg;
+			break;
+		case 'h':
+			trace_usage(stdout);
+			return -1;
+		default:
+			trace_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	o->cmd = argv + optind;
+	o->ncmd = argc - optind;
+	if (!o->ncmd == !o->input) {
+		errmsg("trace: give either a command after '--' or -i FILE");
+		trace_usage(stderr);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int write_text(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fputs(s, f) < 0 || fclose(f)) {
+		errmsg("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	struct trace_stats *st;
+	struct trace_opts o;
+	struct linebuf lb;
+	int ret, exit_status = 0;
+
+	ret = parse_trace_args(argc, argv, &o);
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
+	memset(&lb, 0, sizeof(lb));
+	if (o.raw_out) {
+		lb.raw = fopen(o.raw_out, "w");
+		if (!lb.raw) {
+			errmsg("cannot write %s: %s", o.raw_out, strerror(errno));
+			return EXIT_SYSERR;
+		}
+	}
+	st = xcalloc(1, sizeof(*st));
+	ret = o.input ? trace_file(o.input, &lb, st) : trace_live(&o, &lb, st, &exit_status);
+	feed_flush(&lb, st);
+	if (lb.raw && fclose(lb.raw)) {
+		errmsg("cannot write %s: %s", o.raw_out, strerror(errno));
+		ret = ret ? ret : EXIT_SYSERR;
+	}
+	if (!ret) {
+		if (o.ncmd)
+			printf("migrc trace: %s exited with status %d\n", o.cmd[0], exit_status);
+		trace_print(stdout, st);
+		if (o.json_out) {
+			char *s = trace_json(st, &o, exit_status);
+
+			if (write_text(o.json_out, s))
+				ret = EXIT_SYSERR;
+			free(s);
+		}
+	}
+	free(lb.s);
+	free(st);
+	return ret;
+}

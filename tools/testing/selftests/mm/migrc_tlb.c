@@ -1,0 +1,1608 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * migrc_tlb - stale TLB entry tests for deferred migration TLB flushing.
+ *
+ * With migrc, migrating a folio whose mappings are all read-only and clean
+ * does not send the TLB shootdown at migration time.  Other CPUs may keep a
+ * TLB entry that still points at the *source* page after the PTE has been
+ * switched to the destination page and the source page has been freed.
+ * That is only safe if the pending flush is done before the source page is
+ * handed out again, before anything can write the destination page (which
+ * the stale entry would hide), and before the mapping changes in any other
+ * way that a reader could observe.
+ *
+ * Method.  Each test maps a small buffer (MIGRC_TEST_PAGES pages, default
+ * 16) that reader threads read.  Each reader is pinned to its own CPU, not
+ * the mover's, and does nothing but spin over the buffer with volatile 64-bit
+ * loads, checking every word: no system calls, no sleeping, no context
+ * switches, so nothing but a real TLB flush can drop a TLB entry it holds
+ * (under QEMU TCG each vCPU keeps its software TLB until the guest flushes
+ * it; on hardware a spinning reader keeps its entries hot).  The mover, the
+ * test's main thread pinned to the first CPU, repeatedly moves the whole
+ * buffer between two memory nodes with move_pages(), checks the per-page
+ * status and queries where every page really is (a round in which no page
+ * changed node proves nothing and is not counted as a move), and then does
+ * the test's "hazard": something that reuses the freed source pages or
+ * changes the bytes a reader should now see.  The mover then publishes, in
+ * a separate word, what readers may see from now on, and waits until every
+ * reader has done a full scan after the publication.
+ *
+ * Every word encodes its index and a generation number.  The check is exact,
+ * with no grace period: a word read after the reader observed a publication
+ * (acquire) must be the published generation or newer, or zero where the
+ * hazard legitimately zeroes the page (hole punch, truncate,
+ * MADV_DONTNEED).  Words torn by a write that is still in progress (the
+ * kernel copies pwrite() data with byte-granular string instructions) are
+ * recognised as a byte-wise mix of two consecutive generations and are not
+ * stale.  No time bound is allowed because migrc also flushes after a
+ * bounded time, which would otherwise hide a missing flush.
+ *
+ * Why a skipped flush fails these tests: a reader whose TLB entry survives
+ * the migration keeps reading the source page.  If that page is reused
+ * (test reuse), it sees the filler the new owner wrote; if the destination
+ * page is written (all the write tests), it keeps seeing the generation the
+ * page had at migration time, which is older than the published one.
+ * Both are counted as stale reads, and every test asserts that there were
+ * none and that pages really moved.
+ *
+ * The tests, one per obligation:
+ *   reuse        freed source pages reallocated by another process (bound
+ *                to the source node, same CPU) and filled with FILLER
+ *   write_fault  write through a second, writable mapping of the same memfd
+ *                in the same process (write fault installs a writable PTE)
+ *   file_write   pwrite()/write() into the page cache (memfd and a file in
+ *                MIGRC_TEST_DIR, default /tmp)
+ *   other_mm     a child process writes through its own writable MAP_SHARED
+ *                mapping of the memfd
+ *   mprotect     the readers' own mapping is made writable and written
+ *   cow          fork: the child's COW copy must stay invisible to the
+ *                parent's readers (its copy may be the freed source page),
+ *                the parent's own write must become visible
+ *   punch        hole punch / truncate + extend: old data must be gone
+ *   dontneed     MADV_DONTNEED on private anon memory, then new data
+ *   failed_move  move_pages() that fails (invalid node; page pinned by
+ *                vmsplice so migration is undone): data intact, later
+ *                writes seen
+ *   counters     migrc_* vmstat counters: deferred pages are counted with
+ *                migrc=on; with migrc off every counter stays 0
+ *
+ * Environment: MIGRC_TEST_SECONDS (per test case, default 2), MIGRC_TEST_PAGES
+ * (buffer size in pages, default 16), MIGRC_TEST_DIR (default /tmp).
+ * Needs two CPUs and two memory nodes; the cow test needs root
+ * (MPOL_MF_MOVE_ALL for pages mapped by two processes).
+ */
+#include "../kselftest_harness.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#include <linux/falloc.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#ifndef MPOL_BIND
+#define MPOL_BIND		2
+#endif
+#ifndef MPOL_MF_MOVE
+#define MPOL_MF_MOVE		(1 << 1)
+#endif
+#ifndef MPOL_MF_MOVE_ALL
+#define MPOL_MF_MOVE_ALL	(1 << 2)
+#endif
+
+#define DEFAULT_SECONDS		2.0
+#define MAX_SECONDS		100.0
+#define TEST_TIMEOUT		150
+#define DEFAULT_PAGES		16
+#define MAX_PAGES		256
+#define MAX_READERS		4
+#define MAX_NODE_WORDS		16	/* 1024 nodes */
+#define READER_WAIT_S		5.0
+#define NSAMPLES		8
+#define INVALID_NODE		(1 << 20)
+
+#define FILLER			0xdeadbeefcafef00dULL
+#define CHILD_BIT		(1ULL << 63)
+
+/* Publication word: sequence << 40 | generation << 8 | flags. */
+#define PUB(seq, gen, fl)	(((uint64_t)(seq) << 40) | ((uint64_t)(gen) << 8) | (fl))
+#define PUB_GEN(p)		(((p) >> 8) & 0xffffffffULL)
+#define PUB_FLAGS(p)		((unsigned int)((p) & 0xff))
+#define PUB_ZERO_OK		0x1	/* zero words are legitimate */
+#define PUB_EXACT		0x2	/* only the published generation */
+
+enum buf_kind {
+	BUF_MEMFD,
+	BUF_TMPFILE,
+	BUF_ANON,
+};
+
+struct reader {
+	pthread_t thread;
+	int cpu;
+	struct env *e;
+	int pin_err;
+	/* Written by the reader. */
+	uint64_t seen __attribute__((aligned(64)));
+	unsigned long scans;
+	unsigned long words;
+	unsigned long stale;
+	unsigned long torn;
+	unsigned long sigbus;
+	unsigned int nsamples;
+	struct {
+		size_t idx;
+		uint64_t val;
+		uint64_t pub;
+	} sample[NSAMPLES];
+} __attribute__((aligned(64)));
+
+struct ctl {
+	uint64_t pub __attribute__((aligned(64)));
+	int stop __attribute__((aligned(64)));
+};
+
+struct env {
+	enum buf_kind kind;
+	int fd;
+	size_t len;
+	size_t nwords;
+	int npages;
+	size_t page_size;
+	uint64_t *rbuf;		/* the mapping the readers read */
+	uint64_t *wbuf;		/* writable alias of the same file */
+	uint64_t *content;	/* staging buffer for pwrite() */
+	void **pages;
+	int *nodes;
+	int *status;
+	int *where;
+	bool *pinned;
+	int node[2];
+	int cur;		/* index in node[] the pages were last moved to */
+	int mover_cpu;
+	int nreaders;
+	struct reader *readers;
+	struct ctl *ctl;
+	bool readers_running;
+	bool sigbus_ok;
+	int move_flags;
+	double seconds;
+	uint64_t seq;
+	uint64_t gen;
+	long long deferred0;
+	/* Page frame numbers, to see whether source pages were reused. */
+	uint64_t *src_pfn;
+	uint64_t *new_pfn;	/* MAP_SHARED, filled by a child process */
+	int nnew_pfn;
+	unsigned long reused;
+	bool pfn_ok;
+	/* Children and pipes used by some tests. */
+	pid_t child;
+	int cmd_fd;
+	int ack_fd;
+	int pin_pipe[2];
+	/* Statistics. */
+	unsigned long rounds;
+	unsigned long move_calls;
+	unsigned long moves;
+	unsigned long moved_pages;
+	unsigned long move_errors;
+	unsigned long move_partial;
+	unsigned long status_mismatch;
+	unsigned long pinned_moved;
+	unsigned long enodev;
+	unsigned long checked;
+	unsigned long lagged;
+	int last_errno;
+};
+
+#define REUSE_FACTOR	4	/* the reuse helper allocates 4x the buffer */
+
+/* ---------------------------------------------------------------------- */
+/* Helpers */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double env_double(const char *name, double def, double min, double max)
+{
+	const char *s = getenv(name);
+	double v;
+
+	if (!s || !*s)
+		return def;
+	v = strtod(s, NULL);
+	if (!(v >= min))
+		v = min;
+	if (v > max)
+		v = max;
+	return v;
+}
+
+static int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+static inline uint32_t word_lo(size_t i, uint64_t gen)
+{
+	return (0x5a17c0deU ^ (uint32_t)(i * 2654435761U)) ^
+	       (uint32_t)(gen * 0x9e3779b9U);
+}
+
+/* The value word i holds at generation gen; never 0. */
+static inline uint64_t word_enc(size_t i, uint64_t gen)
+{
+	return ((gen + 1) << 32) | word_lo(i, gen);
+}
+
+static void fill_words(volatile uint64_t *p, size_t n, uint64_t gen,
+		       uint64_t or)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = word_enc(i, gen) | or;
+}
+
+/* Is every byte of v the byte of a or of b at the same position? */
+static bool byte_mix(uint64_t v, uint64_t a, uint64_t b)
+{
+	int s;
+
+	for (s = 0; s < 64; s += 8) {
+		uint64_t x = (v >> s) & 0xff;
+
+		if (x != ((a >> s) & 0xff) && x != ((b >> s) & 0xff))
+			return false;
+	}
+	return true;
+}
+
+static int parse_list(const char *s, int *out, int max)
+{
+	int n = 0;
+
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (; a <= b && n < max; a++)
+			out[n++] = a;
+		s = end;
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}
+
+static int memory_nodes(int *out, int max)
+{
+	char buf[4096];
+	ssize_t len;
+	int fd;
+
+	fd = open("/sys/devices/system/node/has_memory", O_RDONLY);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	return parse_list(buf, out, max);
+}
+
+static long move_pages_sys(int count, void **pages, const int *nodes,
+			   int *status, int flags)
+{
+	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags);
+}
+
+static long bind_to_node(int node)
+{
+	unsigned long mask[MAX_NODE_WORDS] = { 0 };
+
+	if (node < 0 || node >= MAX_NODE_WORDS * 64)
+		return -EINVAL;
+	mask[node / 64] = 1UL << (node % 64);
+	return syscall(SYS_set_mempolicy, MPOL_BIND, mask,
+		       MAX_NODE_WORDS * 64);
+}
+
+/* PFN of the page mapped at addr, 0 if unknown (needs CAP_SYS_ADMIN). */
+static uint64_t pfn_of(int fd, const void *addr, size_t page_size)
+{
+	uint64_t ent;
+	off_t off = (uintptr_t)addr / page_size * sizeof(ent);
+
+	if (fd < 0 || pread(fd, &ent, sizeof(ent), off) != sizeof(ent))
+		return 0;
+	if (!(ent & (1ULL << 63)))
+		return 0;
+	return ent & ((1ULL << 55) - 1);
+}
+
+static void record_pfns(uint64_t *out, const void *addr, int n,
+			size_t page_size)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY), i;
+
+	for (i = 0; i < n; i++)
+		out[i] = pfn_of(fd, (const char *)addr + i * page_size,
+				page_size);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* How many of the recorded source pages does the child now use? */
+static void count_reused(struct env *e)
+{
+	int i, j;
+
+	for (i = 0; i < e->npages; i++) {
+		if (!e->src_pfn[i])
+			continue;
+		e->pfn_ok = true;
+		for (j = 0; j < e->nnew_pfn; j++)
+			if (e->new_pfn[j] == e->src_pfn[i])
+				e->reused++;
+	}
+}
+
+/* /proc/vmstat migrc_* counters */
+
+#define MAX_COUNTERS 32
+
+struct counters {
+	int n;
+	char name[MAX_COUNTERS][64];
+	long long val[MAX_COUNTERS];
+};
+
+static void read_counters(struct counters *c)
+{
+	char line[256];
+	FILE *f;
+
+	c->n = 0;
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && c->n < MAX_COUNTERS) {
+		char name[64];
+		long long v;
+
+		if (strncmp(line, "migrc_", 6))
+			continue;
+		if (sscanf(line, "%63s %lld", name, &v) != 2)
+			continue;
+		snprintf(c->name[c->n], sizeof(c->name[0]), "%s", name);
+		c->val[c->n++] = v;
+	}
+	fclose(f);
+}
+
+static long long counter(const struct counters *c, const char *name)
+{
+	int i;
+
+	for (i = 0; i < c->n; i++)
+		if (!strcmp(c->name[i], name))
+			return c->val[i];
+	return -1;
+}
+
+static long long read_counter(const char *name)
+{
+	struct counters c;
+
+	read_counters(&c);
+	return counter(&c, name);
+}
+
+static struct counters start_counters;
+
+static void __attribute__((constructor)) snapshot_start_counters(void)
+{
+	read_counters(&start_counters);
+}
+
+static bool cmdline_has(const char *word)
+{
+	char buf[4096], *tok, *save;
+	ssize_t len;
+	int fd;
+
+	fd = open("/proc/cmdline", O_RDONLY);
+	if (fd < 0)
+		return false;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	buf[len] = 0;
+	for (tok = strtok_r(buf, " \n", &save); tok;
+	     tok = strtok_r(NULL, " \n", &save))
+		if (!strcmp(tok, word))
+			return true;
+	return false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Readers */
+
+static __thread sigjmp_buf reader_jb;
+static __thread volatile int reader_jb_armed;
+
+static void sigbus_handler(int sig)
+{
+	if (reader_jb_armed)
+		siglongjmp(reader_jb, 1);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void __attribute__((noinline))
+record_stale(struct reader *r, size_t i, uint64_t v, uint64_t pub)
+{
+	__atomic_add_fetch(&r->stale, 1, __ATOMIC_RELAXED);
+	if (r->nsamples < NSAMPLES) {
+		r->sample[r->nsamples].idx = i;
+		r->sample[r->nsamples].val = v;
+		r->sample[r->nsamples].pub = pub;
+		r->nsamples++;
+	}
+}
+
+/*
+ * A word that is not the published generation: newer, zero where allowed,
+ * torn by a write in progress, or stale.  No system calls here either.
+ */
+static void __attribute__((noinline))
+slow_check(struct reader *r, size_t i, uint64_t v, uint64_t pub)
+{
+	uint64_t min = PUB_GEN(pub), cur, g, lo;
+	unsigned int flags = PUB_FLAGS(pub);
+
+	if (v == 0 && (flags & PUB_ZERO_OK))
+		return;
+	if (flags & PUB_EXACT)
+		goto stale;
+	if (!(v & CHILD_BIT) && (v >> 32)) {
+		g = (v >> 32) - 1;
+		if (g >= min && v == word_enc(i, g))
+			return;
+	}
+	/*
+	 * Torn by a write in progress: bytes of generation g and g + 1, where
+	 * g is at least min and at most the generation published now.
+	 */
+	cur = PUB_GEN(__atomic_load_n(&r->e->ctl->pub, __ATOMIC_ACQUIRE));
+	lo = cur > min + 64 ? cur - 64 : min;
+	for (g = lo; g <= cur; g++) {
+		if (byte_mix(v, word_enc(i, g), word_enc(i, g + 1))) {
+			r->torn++;
+			return;
+		}
+	}
+	if ((flags & PUB_ZERO_OK) && byte_mix(v, 0, word_enc(i, min))) {
+		r->torn++;
+		return;
+	}
+stale:
+	record_stale(r, i, v, pub);
+}
+
+static void scan(struct reader *r, const volatile uint64_t *buf, size_t n,
+		 uint64_t pub)
+{
+	uint64_t gen = PUB_GEN(pub);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t v = buf[i];
+
+		if (__builtin_expect(v != word_enc(i, gen), 0))
+			slow_check(r, i, v, pub);
+	}
+}
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct env *e = r->e;
+	const volatile uint64_t *buf = e->rbuf;
+	const size_t n = e->nwords;
+	uint64_t pub;
+
+	r->pin_err = pin_self(r->cpu);
+	if (e->sigbus_ok)
+		reader_jb_armed = 1;
+	while (!__atomic_load_n(&e->ctl->stop, __ATOMIC_RELAXED)) {
+		pub = __atomic_load_n(&e->ctl->pub, __ATOMIC_ACQUIRE);
+		if (e->sigbus_ok) {
+			if (sigsetjmp(reader_jb, 0)) {
+				r->sigbus++;
+				continue;
+			}
+		}
+		scan(r, buf, n, pub);
+		r->scans++;
+		r->words += n;
+		__atomic_store_n(&r->seen, pub, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void publish(struct env *e, uint64_t gen, unsigned int flags)
+{
+	e->seq++;
+	e->gen = gen;
+	__atomic_store_n(&e->ctl->pub, PUB(e->seq, gen, flags),
+			 __ATOMIC_RELEASE);
+}
+
+/* Wait until every reader has done a full scan under the current pub. */
+static bool wait_readers(struct env *e)
+{
+	uint64_t pub = __atomic_load_n(&e->ctl->pub, __ATOMIC_RELAXED);
+	double deadline = now_s() + READER_WAIT_S;
+	unsigned long spins = 0;
+	int i;
+
+	for (i = 0; i < e->nreaders; i++) {
+		struct reader *r = &e->readers[i];
+
+		while (__atomic_load_n(&r->seen, __ATOMIC_ACQUIRE) != pub) {
+			if (!(++spins & 255) && now_s() > deadline) {
+				e->lagged++;
+				return false;
+			}
+			sched_yield();
+		}
+	}
+	return true;
+}
+
+static void stop_readers(struct env *e)
+{
+	int i;
+
+	if (!e->readers_running)
+		return;
+	__atomic_store_n(&e->ctl->stop, 1, __ATOMIC_RELEASE);
+	for (i = 0; i < e->nreaders; i++)
+		pthread_join(e->readers[i].thread, NULL);
+	e->readers_running = false;
+}
+
+static void start_readers(struct __test_metadata *_metadata, struct env *e)
+{
+	int i, ret;
+
+	__atomic_store_n(&e->ctl->stop, 0, __ATOMIC_RELAXED);
+	for (i = 0; i < e->nreaders; i++) {
+		struct reader *r = &e->readers[i];
+
+		r->e = e;
+		r->seen = ~0ULL;
+		ret = pthread_create(&r->thread, NULL, reader_main, r);
+		ASSERT_EQ(ret, 0);
+		e->readers_running = true;
+	}
+	/* Every reader has scanned the initial contents at least once. */
+	ASSERT_TRUE(wait_readers(e)) {
+		TH_LOG("readers did not start");
+	}
+	e->lagged = 0;
+	for (i = 0; i < e->nreaders; i++)
+		ASSERT_EQ(e->readers[i].pin_err, 0) {
+			TH_LOG("cannot pin reader to CPU %d",
+			       e->readers[i].cpu);
+		}
+}
+
+/* ---------------------------------------------------------------------- */
+/* Moving */
+
+/* Query where each page is, update statistics; returns pages moved. */
+static int account_move(struct env *e, long ret, int err)
+{
+	int i, moved = 0, pinned_moved = 0;
+	int *q = e->nodes;	/* reuse as the query's status array */
+
+	e->move_calls++;
+	if (ret < 0) {
+		e->move_errors++;
+		e->last_errno = err;
+	} else if (ret > 0) {
+		e->move_partial++;
+	}
+	for (i = 0; i < e->npages; i++)
+		q[i] = INT_MIN;
+	if (move_pages_sys(e->npages, e->pages, NULL, q, 0)) {
+		e->last_errno = errno;
+		e->move_errors++;
+		return 0;
+	}
+	for (i = 0; i < e->npages; i++) {
+		if (q[i] < 0) {
+			e->last_errno = -q[i];
+			e->move_errors++;
+			continue;
+		}
+		if (ret == 0 && e->status[i] < 0 && e->status[i] != INT_MIN) {
+			e->last_errno = -e->status[i];
+			e->move_errors++;
+		} else if (ret == 0 && e->status[i] != q[i]) {
+			e->status_mismatch++;
+		}
+		if (q[i] != e->where[i]) {
+			moved++;
+			if (e->pinned && e->pinned[i])
+				pinned_moved++;
+		}
+		e->where[i] = q[i];
+	}
+	e->moved_pages += moved;
+	e->pinned_moved += pinned_moved;
+	if (moved)
+		e->moves++;
+	return moved;
+}
+
+static int move_all(struct env *e, int node)
+{
+	long ret;
+	int i;
+
+	for (i = 0; i < e->npages; i++) {
+		e->nodes[i] = node;
+		e->status[i] = INT_MIN;
+	}
+	ret = move_pages_sys(e->npages, e->pages, e->nodes, e->status,
+			     e->move_flags);
+	return account_move(e, ret, errno);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Setup */
+
+static int open_tmpfile(void)
+{
+	const char *dir = getenv("MIGRC_TEST_DIR") ?: "/tmp";
+	char path[4096];
+	int fd;
+
+	fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s/migrc_tlb.XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+/* Returns false if the test was skipped. */
+static bool env_setup(struct __test_metadata *_metadata, struct env *e,
+		      enum buf_kind kind, bool anon_ro)
+{
+	int nodes[8], nnodes, cpus[MAX_READERS + 1], ncpus = 0, i;
+	cpu_set_t set;
+	ssize_t ret;
+
+	memset(e, 0, sizeof(*e));
+	e->fd = -1;
+	e->cmd_fd = -1;
+	e->ack_fd = -1;
+	e->pin_pipe[0] = e->pin_pipe[1] = -1;
+	e->kind = kind;
+	e->seconds = env_double("MIGRC_TEST_SECONDS", DEFAULT_SECONDS, 0.05,
+				MAX_SECONDS);
+	e->npages = env_double("MIGRC_TEST_PAGES", DEFAULT_PAGES, 1,
+			       MAX_PAGES);
+	e->page_size = getpagesize();
+	e->len = e->npages * e->page_size;
+	e->nwords = e->len / sizeof(uint64_t);
+	e->move_flags = geteuid() == 0 ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+
+	ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+	for (i = 0; i < CPU_SETSIZE && ncpus < MAX_READERS + 1; i++)
+		if (CPU_ISSET(i, &set))
+			cpus[ncpus++] = i;
+	if (ncpus < 2) {
+		SKIP(return false, "need at least 2 CPUs");
+	}
+	nnodes = memory_nodes(nodes, 8);
+	if (nnodes < 2) {
+		SKIP(return false, "need at least 2 NUMA nodes with memory");
+	}
+	e->node[0] = nodes[0];
+	e->node[1] = nodes[1];
+
+	e->mover_cpu = cpus[0];
+	ASSERT_EQ(pin_self(e->mover_cpu), 0);
+	e->nreaders = ncpus - 1;
+
+	e->ctl = mmap(NULL, sizeof(*e->ctl), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(e->ctl, MAP_FAILED);
+	e->readers = mmap(NULL, sizeof(*e->readers) * e->nreaders,
+			  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+	ASSERT_NE(e->readers, MAP_FAILED);
+	for (i = 0; i < e->nreaders; i++)
+		e->readers[i].cpu = cpus[i + 1];
+
+	e->pages = calloc(e->npages, sizeof(*e->pages));
+	e->nodes = calloc(e->npages, sizeof(int));
+	e->status = calloc(e->npages, sizeof(int));
+	e->where = calloc(e->npages, sizeof(int));
+	e->content = malloc(e->len);
+	e->src_pfn = calloc(e->npages, sizeof(uint64_t));
+	ASSERT_TRUE(e->pages && e->nodes && e->status && e->where &&
+		    e->content && e->src_pfn);
+	e->new_pfn = mmap(NULL, REUSE_FACTOR * MAX_PAGES * sizeof(uint64_t),
+			  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+	ASSERT_NE(e->new_pfn, MAP_FAILED);
+
+	if (kind == BUF_ANON) {
+		e->rbuf = mmap(NULL, e->len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(e->rbuf, MAP_FAILED);
+		fill_words(e->rbuf, e->nwords, 0, 0);
+		if (anon_ro)
+			ASSERT_EQ(mprotect(e->rbuf, e->len, PROT_READ), 0);
+	} else {
+		if (kind == BUF_MEMFD)
+			e->fd = memfd_create("migrc_tlb", 0);
+		else
+			e->fd = open_tmpfile();
+		ASSERT_GE(e->fd, 0) {
+			TH_LOG("cannot create the test file: %s",
+			       strerror(errno));
+		}
+		ASSERT_EQ(ftruncate(e->fd, e->len), 0);
+		fill_words(e->content, e->nwords, 0, 0);
+		ret = pwrite(e->fd, e->content, e->len, 0);
+		ASSERT_EQ(ret, (ssize_t)e->len);
+		e->rbuf = mmap(NULL, e->len, PROT_READ, MAP_SHARED, e->fd, 0);
+		ASSERT_NE(e->rbuf, MAP_FAILED);
+	}
+	/*
+	 * Helper processes must not share the buffer's pages: plain
+	 * MPOL_MF_MOVE refuses pages mapped by two processes.
+	 */
+	ASSERT_EQ(madvise(e->rbuf, e->len, MADV_DONTFORK), 0);
+	/* Fault every page in read-only, then put all pages on node[0]. */
+	for (i = 0; i < e->npages; i++) {
+		e->pages[i] = (char *)e->rbuf + i * e->page_size;
+		(void)*(volatile uint64_t *)e->pages[i];
+		e->where[i] = -1;
+	}
+	move_all(e, e->node[0]);
+	e->cur = 0;
+	for (i = 0; i < e->npages; i++)
+		ASSERT_GE(e->where[i], 0) {
+			TH_LOG("move_pages() cannot query page %d: %s", i,
+			       strerror(e->last_errno));
+		}
+	e->move_calls = e->moves = e->moved_pages = e->move_errors = 0;
+	e->move_partial = e->status_mismatch = 0;
+
+	publish(e, 0, 0);
+	return true;
+}
+
+static void env_teardown(struct env *e)
+{
+	int st;
+
+	if (e->ctl)
+		stop_readers(e);
+	if (e->child > 0) {
+		kill(e->child, SIGKILL);
+		waitpid(e->child, &st, 0);
+		e->child = 0;
+	}
+	if (e->cmd_fd >= 0)
+		close(e->cmd_fd);
+	if (e->ack_fd >= 0)
+		close(e->ack_fd);
+	if (e->pin_pipe[0] >= 0)
+		close(e->pin_pipe[0]);
+	if (e->pin_pipe[1] >= 0)
+		close(e->pin_pipe[1]);
+	if (e->fd >= 0)
+		close(e->fd);
+}
+
+/* Start a child pinned to the mover's CPU with a command and ack pipe. */
+static pid_t spawn_child(struct __test_metadata *_metadata, struct env *e,
+			 int *cmd_rd, int *ack_wr)
+{
+	int cmd[2], ack[2];
+	pid_t pid;
+
+	ASSERT_EQ(pipe(cmd), 0);
+	ASSERT_EQ(pipe(ack), 0);
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(cmd[1]);
+		close(ack[0]);
+		*cmd_rd = cmd[0];
+		*ack_wr = ack[1];
+		return 0;
+	}
+	close(cmd[0]);
+	close(ack[1]);
+	e->child = pid;
+	e->cmd_fd = cmd[1];
+	e->ack_fd = ack[0];
+	return pid;
+}
+
+static void child_cmd(struct __test_metadata *_metadata, struct env *e,
+		      uint64_t cmd)
+{
+	uint64_t ack;
+
+	ASSERT_EQ(write(e->cmd_fd, &cmd, sizeof(cmd)), (ssize_t)sizeof(cmd));
+	ASSERT_EQ(read(e->ack_fd, &ack, sizeof(ack)), (ssize_t)sizeof(ack)) {
+		TH_LOG("helper process died");
+	}
+	ASSERT_EQ(ack, cmd);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The common loop */
+
+struct hazard {
+	const char *what;
+	void (*pre)(struct __test_metadata *_metadata, struct env *e,
+		    int src, int dst);
+	void (*post)(struct __test_metadata *_metadata, struct env *e,
+		     int src, int dst);
+};
+
+static void report(struct __test_metadata *_metadata, struct env *e,
+		   const char *what)
+{
+	unsigned long scans = 0, words = 0, stale = 0, torn = 0, sigbus = 0;
+	long long deferred = read_counter("migrc_deferred_pages");
+	char dbuf[32] = "n/a";
+	int i, j;
+
+	stop_readers(e);
+	for (i = 0; i < e->nreaders; i++) {
+		struct reader *r = &e->readers[i];
+
+		scans += r->scans;
+		words += r->words;
+		stale += r->stale;
+		torn += r->torn;
+		sigbus += r->sigbus;
+		for (j = 0; j < (int)r->nsamples; j++)
+			TH_LOG("STALE: reader on CPU %d read word %zu = %#llx, expected gen >= %llu (%#llx) flags %#x",
+			       r->cpu, r->sample[j].idx,
+			       (unsigned long long)r->sample[j].val,
+			       (unsigned long long)PUB_GEN(r->sample[j].pub),
+			       (unsigned long long)word_enc(r->sample[j].idx,
+					PUB_GEN(r->sample[j].pub)),
+			       PUB_FLAGS(r->sample[j].pub));
+	}
+	if (deferred >= 0 && e->deferred0 >= 0)
+		snprintf(dbuf, sizeof(dbuf), "+%lld", deferred - e->deferred0);
+	TH_LOG("%s: %lu rounds, %lu moves (%lu pages changed node, %lu move_pages calls, %lu partial, %lu errors, last errno %d, %lu status mismatches), %lu/%lu rounds checked by every reader (%lu lagged)",
+	       what, e->rounds, e->moves, e->moved_pages, e->move_calls,
+	       e->move_partial, e->move_errors, e->last_errno,
+	       e->status_mismatch, e->checked, e->rounds, e->lagged);
+	TH_LOG("%s: %d reader(s): %lu scans, %lu words checked, %lu torn, %lu sigbus, %lu stale; migrc_deferred_pages %s",
+	       what, e->nreaders, scans, words, torn, sigbus, stale, dbuf);
+	if (e->nnew_pfn)
+		TH_LOG("%s: freed source pages reallocated to the other process: %lu%s",
+		       what, e->reused,
+		       e->pfn_ok ? "" : " (PFNs not readable: not root?)");
+	if (!e->moves)
+		TH_LOG("no page ever changed node: this run tested nothing");
+	ASSERT_GT(e->moves, 0UL);
+	ASSERT_GT(e->checked, 0UL);
+	ASSERT_EQ(e->status_mismatch, 0UL);
+	ASSERT_EQ(stale, 0UL);
+}
+
+static void run_test(struct __test_metadata *_metadata, struct env *e,
+		     const struct hazard *hz)
+{
+	double deadline;
+
+	e->deferred0 = read_counter("migrc_deferred_pages");
+	start_readers(_metadata, e);
+	deadline = now_s() + e->seconds;
+	while (now_s() < deadline) {
+		int src = e->node[e->cur], dst = e->node[!e->cur];
+
+		if (hz->pre)
+			hz->pre(_metadata, e, src, dst);
+		record_pfns(e->src_pfn, e->rbuf, e->npages, e->page_size);
+		move_all(e, dst);
+		e->cur = !e->cur;
+		hz->post(_metadata, e, src, dst);
+		if (wait_readers(e))
+			e->checked++;
+		e->rounds++;
+	}
+	report(_metadata, e, hz->what);
+}
+
+static void write_gen_pwrite(struct __test_metadata *_metadata, struct env *e,
+			     uint64_t gen)
+{
+	ssize_t ret;
+
+	fill_words(e->content, e->nwords, gen, 0);
+	if (gen & 1) {
+		ret = pwrite(e->fd, e->content, e->len, 0);
+	} else {
+		ASSERT_EQ(lseek(e->fd, 0, SEEK_SET), 0);
+		ret = write(e->fd, e->content, e->len);
+	}
+	ASSERT_EQ(ret, (ssize_t)e->len);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 1. Reuse of the freed source pages */
+
+static void reuse_helper(struct env *e, int cmd, int ack)
+{
+	size_t sz = REUSE_FACTOR * e->len, i;
+	uint64_t node;
+	void *old = NULL;
+
+	while (read(cmd, &node, sizeof(node)) == sizeof(node)) {
+		volatile uint64_t *p;
+
+		/* Allocate the new area before freeing the old one. */
+		bind_to_node(node);
+		p = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			_exit(1);
+		for (i = 0; i < sz / sizeof(*p); i++)
+			p[i] = FILLER;
+		if (old)
+			munmap(old, sz);
+		old = (void *)p;
+		record_pfns(e->new_pfn, old, REUSE_FACTOR * e->npages,
+			    e->page_size);
+		if (write(ack, &node, sizeof(node)) != sizeof(node))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static void reuse_post(struct __test_metadata *_metadata, struct env *e,
+		       int src, int dst)
+{
+	child_cmd(_metadata, e, src);
+	e->nnew_pfn = REUSE_FACTOR * e->npages;
+	count_reused(e);
+	publish(e, 0, PUB_EXACT);
+}
+
+FIXTURE(reuse) {
+	struct env e;
+};
+
+FIXTURE_VARIANT(reuse) {
+	enum buf_kind kind;
+};
+
+FIXTURE_VARIANT_ADD(reuse, memfd) {
+	.kind = BUF_MEMFD,
+};
+
+FIXTURE_VARIANT_ADD(reuse, anon) {
+	.kind = BUF_ANON,
+};
+
+FIXTURE_SETUP(reuse)
+{
+	env_setup(_metadata, &self->e, variant->kind, true);
+}
+
+FIXTURE_TEARDOWN(reuse)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(reuse, freed_source_pages, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "reuse", .post = reuse_post,
+	};
+	int cmd, ack;
+
+	if (!spawn_child(_metadata, &self->e, &cmd, &ack))
+		reuse_helper(&self->e, cmd, ack);
+	publish(&self->e, 0, PUB_EXACT);
+	run_test(_metadata, &self->e, &hz);
+	/* With PFNs readable, make sure that reuse really happened. */
+	if (self->e.pfn_ok)
+		ASSERT_GT(self->e.reused, 0UL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 2. Write fault through a writable alias in the same process */
+
+static void alias_post(struct __test_metadata *_metadata, struct env *e,
+		       int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	fill_words(e->wbuf, e->nwords, gen, 0);
+	/* No PTE in the alias at the next migration: keep it read-only. */
+	ASSERT_EQ(madvise(e->wbuf, e->len, MADV_DONTNEED), 0);
+	publish(e, gen, 0);
+}
+
+FIXTURE(write_fault) {
+	struct env e;
+};
+
+FIXTURE_SETUP(write_fault)
+{
+	struct env *e = &self->e;
+
+	if (!env_setup(_metadata, e, BUF_MEMFD, true))
+		return;
+	e->wbuf = mmap(NULL, e->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       e->fd, 0);
+	ASSERT_NE(e->wbuf, MAP_FAILED);
+}
+
+FIXTURE_TEARDOWN(write_fault)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(write_fault, alias_write_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "write_fault", .post = alias_post,
+	};
+
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 3. write()/pwrite() into the page cache */
+
+static void pwrite_post(struct __test_metadata *_metadata, struct env *e,
+			int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	write_gen_pwrite(_metadata, e, gen);
+	publish(e, gen, 0);
+}
+
+FIXTURE(file_write) {
+	struct env e;
+};
+
+FIXTURE_VARIANT(file_write) {
+	enum buf_kind kind;
+};
+
+FIXTURE_VARIANT_ADD(file_write, memfd) {
+	.kind = BUF_MEMFD,
+};
+
+FIXTURE_VARIANT_ADD(file_write, tmpfile) {
+	.kind = BUF_TMPFILE,
+};
+
+FIXTURE_SETUP(file_write)
+{
+	env_setup(_metadata, &self->e, variant->kind, true);
+}
+
+FIXTURE_TEARDOWN(file_write)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(file_write, pwrite_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "file_write", .post = pwrite_post,
+	};
+
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 4. Writable shared mapping in another process */
+
+static void other_mm_child(struct env *e, int cmd, int ack)
+{
+	uint64_t gen;
+	uint64_t *w;
+
+	w = mmap(NULL, e->len, PROT_READ | PROT_WRITE, MAP_SHARED, e->fd, 0);
+	if (w == MAP_FAILED)
+		_exit(1);
+	while (read(cmd, &gen, sizeof(gen)) == sizeof(gen)) {
+		fill_words(w, e->nwords, gen, 0);
+		/* Drop the writable PTEs before the next migration. */
+		if (madvise(w, e->len, MADV_DONTNEED))
+			_exit(1);
+		if (write(ack, &gen, sizeof(gen)) != sizeof(gen))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static void other_mm_post(struct __test_metadata *_metadata, struct env *e,
+			  int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	child_cmd(_metadata, e, gen);
+	publish(e, gen, 0);
+}
+
+FIXTURE(other_mm) {
+	struct env e;
+};
+
+FIXTURE_SETUP(other_mm)
+{
+	env_setup(_metadata, &self->e, BUF_MEMFD, true);
+}
+
+FIXTURE_TEARDOWN(other_mm)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(other_mm, shared_writer_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "other_mm", .post = other_mm_post,
+	};
+	int cmd, ack;
+
+	if (!spawn_child(_metadata, &self->e, &cmd, &ack))
+		other_mm_child(&self->e, cmd, ack);
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 5. mprotect() of the readers' mapping to writable */
+
+static void mprotect_post(struct __test_metadata *_metadata, struct env *e,
+			  int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	ASSERT_EQ(mprotect(e->rbuf, e->len, PROT_READ | PROT_WRITE), 0);
+	fill_words(e->rbuf, e->nwords, gen, 0);
+	ASSERT_EQ(mprotect(e->rbuf, e->len, PROT_READ), 0);
+	/*
+	 * A file page keeps its data: zap the now dirty PTEs so that the
+	 * readers map it read-only and clean again before the next move.
+	 */
+	if (e->kind != BUF_ANON)
+		ASSERT_EQ(madvise(e->rbuf, e->len, MADV_DONTNEED), 0);
+	publish(e, gen, 0);
+}
+
+FIXTURE(mprotect) {
+	struct env e;
+};
+
+FIXTURE_VARIANT(mprotect) {
+	enum buf_kind kind;
+};
+
+FIXTURE_VARIANT_ADD(mprotect, anon) {
+	.kind = BUF_ANON,
+};
+
+FIXTURE_VARIANT_ADD(mprotect, memfd) {
+	.kind = BUF_MEMFD,
+};
+
+FIXTURE_SETUP(mprotect)
+{
+	env_setup(_metadata, &self->e, variant->kind, true);
+}
+
+FIXTURE_TEARDOWN(mprotect)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(mprotect, upgrade_write_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "mprotect", .post = mprotect_post,
+	};
+
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 6. fork() and COW */
+
+static void cow_pre(struct __test_metadata *_metadata, struct env *e,
+		    int src, int dst)
+{
+	uint64_t node;
+	int cmd, ack;
+
+	/* Fork before the move: the pages are COW-shared, read-only. */
+	if (spawn_child(_metadata, e, &cmd, &ack))
+		return;
+	if (read(cmd, &node, sizeof(node)) != sizeof(node))
+		_exit(1);
+	/* Our COW copies come from the source node, maybe its freed pages. */
+	bind_to_node(node);
+	fill_words(e->rbuf, e->nwords, e->gen + 1, CHILD_BIT);
+	record_pfns(e->new_pfn, e->rbuf, e->npages, e->page_size);
+	if (write(ack, &node, sizeof(node)) != sizeof(node))
+		_exit(1);
+	_exit(0);
+}
+
+static void cow_post(struct __test_metadata *_metadata, struct env *e,
+		     int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+	int st;
+
+	child_cmd(_metadata, e, src);
+	e->nnew_pfn = e->npages;
+	count_reused(e);
+	ASSERT_EQ(waitpid(e->child, &st, 0), e->child);
+	e->child = 0;
+	close(e->cmd_fd);
+	close(e->ack_fd);
+	e->cmd_fd = e->ack_fd = -1;
+	ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The parent's write must be seen. */
+	fill_words(e->rbuf, e->nwords, gen, 0);
+	publish(e, gen, 0);
+}
+
+FIXTURE(cow) {
+	struct env e;
+};
+
+FIXTURE_SETUP(cow)
+{
+	if (geteuid() != 0)
+		SKIP(return, "need root to move pages mapped by two processes");
+	if (!env_setup(_metadata, &self->e, BUF_ANON, false))
+		return;
+	/* Here the child must share the pages. */
+	ASSERT_EQ(madvise(self->e.rbuf, self->e.len, MADV_DOFORK), 0);
+}
+
+FIXTURE_TEARDOWN(cow)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(cow, child_invisible_parent_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "cow", .pre = cow_pre, .post = cow_post,
+	};
+
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 7. Hole punch and truncate */
+
+static void punch_post(struct __test_metadata *_metadata, struct env *e,
+		       int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	/* Zeros may appear from now on; wait until every reader knows. */
+	publish(e, e->gen, PUB_ZERO_OK);
+	wait_readers(e);
+	if (e->sigbus_ok) {
+		ASSERT_EQ(ftruncate(e->fd, 0), 0);
+		ASSERT_EQ(ftruncate(e->fd, e->len), 0);
+	} else {
+		ASSERT_EQ(fallocate(e->fd, FALLOC_FL_PUNCH_HOLE |
+				    FALLOC_FL_KEEP_SIZE, 0, e->len), 0);
+	}
+	/* The old data is gone: zeros, or the new data being written. */
+	publish(e, gen, PUB_ZERO_OK);
+	wait_readers(e);
+	write_gen_pwrite(_metadata, e, gen);
+	publish(e, gen, 0);
+}
+
+FIXTURE(punch) {
+	struct env e;
+};
+
+FIXTURE_VARIANT(punch) {
+	bool truncate;
+};
+
+FIXTURE_VARIANT_ADD(punch, hole) {
+	.truncate = false,
+};
+
+FIXTURE_VARIANT_ADD(punch, truncate) {
+	.truncate = true,
+};
+
+FIXTURE_SETUP(punch)
+{
+	struct sigaction sa = {
+		.sa_handler = sigbus_handler,
+		.sa_flags = SA_NODEFER,
+	};
+
+	if (!env_setup(_metadata, &self->e, BUF_MEMFD, true))
+		return;
+	if (variant->truncate) {
+		/* Readers may touch the file while it is truncated. */
+		self->e.sigbus_ok = true;
+		ASSERT_EQ(sigaction(SIGBUS, &sa, NULL), 0);
+	}
+}
+
+FIXTURE_TEARDOWN(punch)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(punch, old_data_gone, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "punch", .post = punch_post,
+	};
+
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 8. MADV_DONTNEED, then new data */
+
+static void dontneed_post(struct __test_metadata *_metadata, struct env *e,
+			  int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	/* Zeros may appear from now on; wait until every reader knows. */
+	publish(e, e->gen, PUB_ZERO_OK);
+	wait_readers(e);
+	ASSERT_EQ(madvise(e->rbuf, e->len, MADV_DONTNEED), 0);
+	publish(e, gen, PUB_ZERO_OK);
+	wait_readers(e);
+	fill_words(e->rbuf, e->nwords, gen, 0);
+	publish(e, gen, 0);
+}
+
+FIXTURE(dontneed) {
+	struct env e;
+};
+
+FIXTURE_SETUP(dontneed)
+{
+	env_setup(_metadata, &self->e, BUF_ANON, false);
+}
+
+FIXTURE_TEARDOWN(dontneed)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(dontneed, old_data_gone, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "dontneed", .post = dontneed_post,
+	};
+
+	run_test(_metadata, &self->e, &hz);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 9. Failed migration */
+
+static void invalid_node_post(struct __test_metadata *_metadata,
+			      struct env *e, int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+	int i, half = e->npages / 2;
+	long ret;
+
+	/*
+	 * The first half goes back to the source node, then an invalid node
+	 * makes the call fail with -ENODEV.
+	 */
+	for (i = 0; i < e->npages; i++) {
+		e->nodes[i] = i < half ? src : INVALID_NODE;
+		e->status[i] = INT_MIN;
+	}
+	ret = move_pages_sys(e->npages, e->pages, e->nodes, e->status,
+			     e->move_flags);
+	if (ret == -1 && errno == ENODEV) {
+		e->enodev++;
+		ret = 1;	/* expected: count it as a partial move */
+	}
+	account_move(e, ret, errno);
+	write_gen_pwrite(_metadata, e, gen);
+	publish(e, gen, 0);
+}
+
+static void pinned_post(struct __test_metadata *_metadata, struct env *e,
+			int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	write_gen_pwrite(_metadata, e, gen);
+	publish(e, gen, 0);
+}
+
+FIXTURE(failed_move) {
+	struct env e;
+};
+
+FIXTURE_VARIANT(failed_move) {
+	bool pin;
+};
+
+FIXTURE_VARIANT_ADD(failed_move, invalid_node) {
+	.pin = false,
+};
+
+FIXTURE_VARIANT_ADD(failed_move, pinned) {
+	.pin = true,
+};
+
+FIXTURE_SETUP(failed_move)
+{
+	struct env *e = &self->e;
+	struct iovec iov[MAX_PAGES];
+	int i, n = 0;
+	ssize_t ret;
+
+	if (!env_setup(_metadata, e, BUF_MEMFD, true))
+		return;
+	if (!variant->pin)
+		return;
+	/* vmsplice() takes references on every other page: they cannot move. */
+	e->pinned = calloc(e->npages, sizeof(bool));
+	ASSERT_NE(e->pinned, NULL);
+	ASSERT_EQ(pipe(e->pin_pipe), 0);
+	fcntl(e->pin_pipe[1], F_SETPIPE_SZ, e->len);
+	for (i = 0; i < e->npages; i += 2) {
+		iov[n].iov_base = e->pages[i];
+		iov[n].iov_len = e->page_size;
+		e->pinned[i] = true;
+		n++;
+	}
+	ret = vmsplice(e->pin_pipe[1], iov, n, 0);
+	ASSERT_EQ(ret, (ssize_t)(n * e->page_size)) {
+		TH_LOG("vmsplice: %s", strerror(errno));
+	}
+}
+
+FIXTURE_TEARDOWN(failed_move)
+{
+	free(self->e.pinned);
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(failed_move, data_intact, TEST_TIMEOUT)
+{
+	static const struct hazard inval = {
+		.what = "failed_move(invalid node)", .post = invalid_node_post,
+	};
+	static const struct hazard pin = {
+		.what = "failed_move(pinned)", .post = pinned_post,
+	};
+	struct env *e = &self->e;
+
+	run_test(_metadata, e, variant->pin ? &pin : &inval);
+	if (variant->pin) {
+		TH_LOG("%lu move_pages calls with unmovable pages, %lu pinned pages moved",
+		       e->move_partial, e->pinned_moved);
+		ASSERT_GT(e->move_partial, 0UL);
+		ASSERT_EQ(e->pinned_moved, 0UL);
+	} else {
+		TH_LOG("%lu move_pages calls failed with ENODEV", e->enodev);
+		ASSERT_EQ(e->enodev, e->rounds);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* 10. Counters; keep this fixture last so that it sees every other test. */
+
+FIXTURE(counters) {
+	struct env e;
+};
+
+FIXTURE_SETUP(counters)
+{
+	struct counters c;
+
+	read_counters(&c);
+	if (!c.n)
+		SKIP(return, "kernel has no migrc_* counters in /proc/vmstat");
+	env_setup(_metadata, &self->e, BUF_MEMFD, true);
+}
+
+FIXTURE_TEARDOWN(counters)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(counters, vmstat, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "counters", .post = pwrite_post,
+	};
+	bool on = cmdline_has("migrc=on");
+	struct counters c0, c1;
+	int i;
+
+	read_counters(&c0);
+	run_test(_metadata, &self->e, &hz);
+	read_counters(&c1);
+	for (i = 0; i < c1.n; i++)
+		TH_LOG("%s: program start %lld, test start %lld, end %lld",
+		       c1.name[i], counter(&start_counters, c1.name[i]),
+		       counter(&c0, c1.name[i]), c1.val[i]);
+	if (on) {
+		ASSERT_GT(counter(&c1, "migrc_deferred_pages"),
+			  counter(&c0, "migrc_deferred_pages"));
+		return;
+	}
+	/* migrc off: nothing is ever deferred, every counter stays 0. */
+	for (i = 0; i < start_counters.n; i++)
+		EXPECT_EQ(start_counters.val[i], 0) {
+			TH_LOG("%s is %lld at program start with migrc off",
+			       start_counters.name[i], start_counters.val[i]);
+		}
+	for (i = 0; i < c1.n; i++)
+		EXPECT_EQ(c1.val[i], 0) {
+			TH_LOG("%s is %lld with migrc off", c1.name[i],
+			       c1.val[i]);
+		}
+}
+
+TEST_HARNESS_MAIN
