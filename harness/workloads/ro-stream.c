@@ -35,9 +35,10 @@
 static struct {
 	size_t size;
 	unsigned int seconds, readers, interval_ms, chunk;
+	unsigned long max_moves;
 	int node_a, node_b;
 	const char *dir;
-} opt = { 64 << 20, 10, 0, 5, 256, 0, 1, "/tmp" };
+} opt = { 64 << 20, 10, 0, 5, 256, 0, 0, 1, "/tmp" };
 
 static const volatile uint64_t *map;
 static atomic_bool stop;
@@ -46,10 +47,11 @@ static atomic_ulong bytes_read, bad_words;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ro-stream [-s MB] [-t SECONDS] [-r READERS] [-i MS] [-c PAGES]\n"
-		"                 [-a NODE] [-b NODE] [-d DIR]\n"
+		"usage: ro-stream [-s MB] [-t SECONDS] [-n MOVES] [-r READERS] [-i MS]\n"
+		"                 [-c PAGES] [-a NODE] [-b NODE] [-d DIR]\n"
 		"  -s  size of the mapped file in MB (default 64)\n"
 		"  -t  run time in seconds (default 10)\n"
+		"  -n  stop after this many moves, for runs that compare (default: no limit)\n"
 		"  -r  reader threads, one per CPU (default: all CPUs)\n"
 		"  -i  milliseconds between moves (default 5)\n"
 		"  -c  pages moved per move (default 256)\n"
@@ -130,10 +132,11 @@ int main(int argc, char **argv)
 	int *nodes, *status, fd, c;
 	size_t next = 0;
 
-	while ((c = getopt(argc, argv, "s:t:r:i:c:a:b:d:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:h")) != -1) {
 		switch (c) {
 		case 's': opt.size = strtoul(optarg, NULL, 0) << 20; break;
 		case 't': opt.seconds = strtoul(optarg, NULL, 0); break;
+		case 'n': opt.max_moves = strtoul(optarg, NULL, 0); break;
 		case 'r': opt.readers = strtoul(optarg, NULL, 0); break;
 		case 'i': opt.interval_ms = strtoul(optarg, NULL, 0); break;
 		case 'c': opt.chunk = strtoul(optarg, NULL, 0); break;
@@ -176,7 +179,8 @@ int main(int argc, char **argv)
 	/* The tiering thread: the main thread, on the last CPU. */
 	pin(nr_cpus - 1);
 	start = now();
-	while (now() - start < opt.seconds) {
+	while (now() - start < opt.seconds &&
+	       (!opt.max_moves || moves < opt.max_moves)) {
 		int node = (moves & 1) ? opt.node_a : opt.node_b;
 
 		for (i = 0; i < opt.chunk; i++) {
