@@ -51,8 +51,7 @@ EXPORT_SYMBOL_GPL(migrc_key);
 
 static bool migrc_boot_on __initdata;
 
-unsigned long migrc_gen_latest;
-unsigned long migrc_gen_done;
+struct migrc_gens migrc_gens;
 
 /* Tunables, /sys/kernel/mm/migrc/ */
 static unsigned int migrc_max_age_ms = 50;
@@ -89,7 +88,7 @@ static const enum vm_event_item migrc_flush_event[NR_MIGRC_FLUSH_REASONS] = {
 static void __migrc_flush(enum migrc_flush_reason reason)
 {
 	struct arch_tlbflush_unmap_batch *scratch = &migrc_pending_batch.scratch;
-	unsigned long gen = migrc_gen_latest;
+	unsigned long gen = migrc_gens.latest;
 	unsigned long age_us;
 	unsigned int skipped, targeted;
 
@@ -102,8 +101,8 @@ static void __migrc_flush(enum migrc_flush_reason reason)
 	if (targeted)
 		arch_tlbbatch_flush(scratch);
 
-	/* Readers of migrc_gen_done may now hand out the pages. */
-	smp_store_release(&migrc_gen_done, gen);
+	/* Readers of migrc_gens.done may now hand out the pages. */
+	smp_store_release(&migrc_gens.done, gen);
 
 	age_us = jiffies_to_usecs(jiffies - migrc_pending_batch.oldest);
 	trace_migrc_flush(reason, gen, targeted, skipped,
@@ -127,11 +126,11 @@ static void __migrc_flush(enum migrc_flush_reason reason)
  */
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason)
 {
-	if (migrc_gen_covers(smp_load_acquire(&migrc_gen_done), gen))
+	if (migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen))
 		return;
 
 	spin_lock(&migrc_pending_batch.lock);
-	if (!migrc_gen_covers(migrc_gen_done, gen))
+	if (!migrc_gen_covers(migrc_gens.done, gen))
 		__migrc_flush(reason);
 	spin_unlock(&migrc_pending_batch.lock);
 }
@@ -140,7 +139,7 @@ void migrc_flush_all(enum migrc_flush_reason reason)
 {
 	if (!migrc_enabled() || !migrc_pending())
 		return;
-	migrc_flush(READ_ONCE(migrc_gen_latest), reason);
+	migrc_flush(READ_ONCE(migrc_gens.latest), reason);
 }
 
 static void migrc_timeout_fn(struct work_struct *work)
@@ -156,20 +155,22 @@ static void migrc_timeout_fn(struct work_struct *work)
 static unsigned long migrc_pages_need(struct page *page, unsigned int order,
 				      bool *found)
 {
-	unsigned long need = READ_ONCE(migrc_gen_done);
-	unsigned long i, done = need;
+	unsigned long latest = smp_load_acquire(&migrc_gens.latest);
+	unsigned long done = READ_ONCE(migrc_gens.done);
+	unsigned long need = done, i;
 
 	*found = false;
 	for (i = 0; i < (1UL << order); i++) {
-		unsigned long index = page[i].index;
+		unsigned long index = page[i].index, gen;
 
 		if (likely(!migrc_is_tag(index)))
 			continue;
-		if (migrc_gen_covers(done, migrc_tag_gen(index)))
+		gen = migrc_tag_gen(index, latest);
+		if (migrc_gen_covers(done, gen))
 			continue;
 		*found = true;
-		if (migrc_gen_after(migrc_tag_gen(index), need))
-			need = migrc_tag_gen(index);
+		if (migrc_gen_after(gen, need))
+			need = gen;
 	}
 	return need;
 }
@@ -209,7 +210,7 @@ void migrc_prep_new_page(struct page *page, unsigned int order)
 			     "migrc: tagged page allocated in atomic context");
 		migrc_flush(need, MIGRC_FLUSH_ALLOC);
 		VM_WARN_ONCE(IS_ENABLED(CONFIG_MIGRC_DEBUG) &&
-			     !migrc_gen_covers(READ_ONCE(migrc_gen_done), need),
+			     !migrc_gen_covers(READ_ONCE(migrc_gens.done), need),
 			     "migrc_debug: page %#lx allocated before its flush (gen %lu)\n",
 			     page_to_pfn(page), need);
 	}
@@ -347,6 +348,14 @@ bool __migrc_unmap_end(struct folio *folio)
 	return deferred;
 }
 
+void __migrc_note_pte(pte_t pteval)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+
+	if (batch && batch->active && (pte_write(pteval) || pte_dirty(pteval)))
+		batch->folio_ok = false;
+}
+
 /*
  * Called by set_tlb_ubc_flush_pending() for every accessible entry that
  * try_to_migrate() cleared with a batched flush.  Returns true if the entry
@@ -385,7 +394,7 @@ void __migrc_batch_commit(void)
 		return;
 	batch->committed = true;
 	if (!batch->nr_pages) {
-		batch->gen = READ_ONCE(migrc_gen_done);
+		batch->gen = READ_ONCE(migrc_gens.done);
 		return;
 	}
 
@@ -398,8 +407,8 @@ void __migrc_batch_commit(void)
 	force = migrc_over_limit(migrc_pending_batch.nr_pages, batch->nr_pages,
 				 READ_ONCE(migrc_max_pending_pages));
 	migrc_pending_batch.nr_pages += batch->nr_pages;
-	gen = migrc_gen_next(migrc_gen_latest);
-	smp_store_release(&migrc_gen_latest, gen);
+	gen = migrc_gens.latest + 1;
+	smp_store_release(&migrc_gens.latest, gen);
 	batch->gen = gen;
 	trace_migrc_defer(gen, batch->nr_pages, nr_cpus, batch->reason);
 	count_vm_events(MIGRC_DEFERRED_PAGES, batch->nr_pages);
@@ -422,7 +431,7 @@ void __migrc_batch_commit(void)
 void migrc_put_source(struct folio *src)
 {
 	struct migrc_batch *batch = current->migrc_batch;
-	unsigned long gen = batch ? batch->gen : READ_ONCE(migrc_gen_latest);
+	unsigned long gen = batch ? batch->gen : READ_ONCE(migrc_gens.latest);
 
 	if (!folio_ref_freeze(src, 1)) {
 		migrc_flush(gen, MIGRC_FLUSH_OTHER);
@@ -452,6 +461,19 @@ void migrc_debug_note_dst(struct folio *dst)
 		 GFP_NOWAIT | __GFP_NOWARN);
 }
 
+void migrc_debug_set_pte(pte_t pte)
+{
+	void *entry;
+
+	if (!migrc_enabled() || !pte_present(pte) || !pte_write(pte))
+		return;
+	entry = xa_load(&migrc_debug_dst, pte_pfn(pte));
+	WARN(entry && !migrc_gen_covers(smp_load_acquire(&migrc_gens.done),
+					 xa_to_value(entry)),
+	     "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
+	     pte_pfn(pte), xa_to_value(entry), READ_ONCE(migrc_gens.done));
+}
+
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
 	void *entry = xa_load(&migrc_debug_dst, folio_pfn(folio));
@@ -460,9 +482,9 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 	if (!entry)
 		return;
 	gen = xa_to_value(entry);
-	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gen_done), gen),
+	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 	     "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
-	     folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gen_done));
+	     folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
 	xa_erase(&migrc_debug_dst, folio_pfn(folio));
 }
 #endif

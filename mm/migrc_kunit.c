@@ -19,34 +19,33 @@ static void migrc_gen_order_test(struct kunit *test)
 
 static void migrc_gen_wrap_test(struct kunit *test)
 {
-	unsigned long last = MIGRC_GEN_MASK;
+	unsigned long last = ULONG_MAX;
 
-	/* The counter wraps inside MIGRC_GEN_BITS bits ... */
-	KUNIT_EXPECT_EQ(test, migrc_gen_next(last), 0UL);
-	KUNIT_EXPECT_EQ(test, migrc_gen_next(migrc_gen_next(last)), 1UL);
-	/* ... and order survives the wrap. */
-	KUNIT_EXPECT_TRUE(test, migrc_gen_after(0, last));
+	/* The 64-bit counter keeps its order across the wrap. */
+	KUNIT_EXPECT_TRUE(test, migrc_gen_after(last + 1, last));
 	KUNIT_EXPECT_TRUE(test, migrc_gen_after(3, last - 3));
 	KUNIT_EXPECT_FALSE(test, migrc_gen_covers(last, 2));
 	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(2, last));
-	/* Half the space away counts as already done, either way. */
-	KUNIT_EXPECT_FALSE(test, migrc_gen_after(MIGRC_GEN_HALF, 0));
-	KUNIT_EXPECT_TRUE(test, migrc_gen_after(MIGRC_GEN_HALF - 1, 0));
-	/* Bits above the generation are ignored. */
-	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(7 | ~MIGRC_GEN_MASK, 7));
+	KUNIT_EXPECT_TRUE(test, migrc_gen_covers(last + 1, last + 1));
 }
 
 static void migrc_tag_test(struct kunit *test)
 {
-	unsigned long gens[] = { 0, 1, 12345, MIGRC_GEN_MASK };
+	unsigned long gens[] = { 0, 1, 12345, MIGRC_TAG_MASK, MIGRC_TAG_MASK + 1,
+				 ULONG_MAX - 5 };
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(gens); i++) {
 		unsigned long tag = migrc_tag(gens[i]);
 
 		KUNIT_EXPECT_TRUE(test, migrc_is_tag(tag));
-		KUNIT_EXPECT_EQ(test, migrc_tag_gen(tag), gens[i]);
+		/* Rebuilt exactly, from the newest generation or a later one. */
+		KUNIT_EXPECT_EQ(test, migrc_tag_gen(tag, gens[i]), gens[i]);
+		KUNIT_EXPECT_EQ(test, migrc_tag_gen(tag, gens[i] + 1000), gens[i]);
 	}
+	/* Across the 48-bit boundary of the tag. */
+	KUNIT_EXPECT_EQ(test, migrc_tag_gen(migrc_tag(MIGRC_TAG_MASK),
+					    MIGRC_TAG_MASK + 3), MIGRC_TAG_MASK);
 	/* What page->index holds for page cache and anon pages is no tag. */
 	KUNIT_EXPECT_FALSE(test, migrc_is_tag(0));
 	KUNIT_EXPECT_FALSE(test, migrc_is_tag(0x7ffffffffUL));
@@ -87,11 +86,11 @@ static void migrc_trim_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(2, mask));
 	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(3, mask));
 
-	/* Across the wrap: flushed at gen 1 covers gen MASK. */
+	/* Across the wrap: flushed at gen 1 covers gen ULONG_MAX. */
 	cpumask_set_cpu(3, mask);
 	fake_flushed[1] = 1;
-	fake_flushed[3] = MIGRC_GEN_MASK - 1;
-	dropped = migrc_trim_cpus(mask, MIGRC_GEN_MASK, fake_flushed_gen);
+	fake_flushed[3] = ULONG_MAX - 1;
+	dropped = migrc_trim_cpus(mask, ULONG_MAX, fake_flushed_gen);
 	KUNIT_EXPECT_EQ(test, dropped, 1U);
 	KUNIT_EXPECT_FALSE(test, cpumask_test_cpu(1, mask));
 	KUNIT_EXPECT_TRUE(test, cpumask_test_cpu(3, mask));

@@ -30,32 +30,24 @@ enum migrc_flush_reason {
 };
 
 /*
- * Generations.  Every batch of deferred shootdowns gets a generation; a
- * flush completes every generation up to the newest one pending.  They
- * live in MIGRC_GEN_BITS bits so that a free page can carry one in
- * page->index next to a magic value (see migrc_tag()), and are compared
- * modulo 2^MIGRC_GEN_BITS: a generation more than half the space away
- * counts as already done, which is safe because the flush of any
- * generation is forced within max_age_ms, long before the counter could
- * get there.
+ * Generations.  Every batch of deferred shootdowns gets the next value of a
+ * 64-bit counter; a flush completes every generation up to the newest one
+ * pending.  A free page carries the low MIGRC_TAG_BITS bits of its
+ * generation in page->index, next to a magic value that no page cache or
+ * anon index, and no kernel pointer, can have (see migrc_tag()); the full
+ * generation is rebuilt relative to the newest one, which it cannot be
+ * ahead of.  A tag more than 2^MIGRC_TAG_BITS generations old would be
+ * rebuilt as a younger generation: that costs a needless flush, never a
+ * missed one.
  */
-#define MIGRC_GEN_BITS		48
-#define MIGRC_GEN_MASK		GENMASK_ULL(MIGRC_GEN_BITS - 1, 0)
-#define MIGRC_GEN_HALF		(1ULL << (MIGRC_GEN_BITS - 1))
-#define MIGRC_TAG_MAGIC		(0x6d67ULL << MIGRC_GEN_BITS)	/* "mg" */
-#define MIGRC_TAG_MAGIC_MASK	(~MIGRC_GEN_MASK)
-
-static inline unsigned long migrc_gen_next(unsigned long gen)
-{
-	return (gen + 1) & MIGRC_GEN_MASK;
-}
+#define MIGRC_TAG_BITS		48
+#define MIGRC_TAG_MASK		GENMASK_ULL(MIGRC_TAG_BITS - 1, 0)
+#define MIGRC_TAG_MAGIC		(0x6d67ULL << MIGRC_TAG_BITS)	/* "mg" */
 
 /* Is generation @a newer than @b? */
 static inline bool migrc_gen_after(unsigned long a, unsigned long b)
 {
-	unsigned long d = (a - b) & MIGRC_GEN_MASK;
-
-	return d && d < MIGRC_GEN_HALF;
+	return (long)(a - b) > 0;
 }
 
 /* Does having completed generation @done cover generation @gen? */
@@ -67,17 +59,19 @@ static inline bool migrc_gen_covers(unsigned long done, unsigned long gen)
 /* The value a tagged free page holds in page->index. */
 static inline unsigned long migrc_tag(unsigned long gen)
 {
-	return MIGRC_TAG_MAGIC | (gen & MIGRC_GEN_MASK);
+	return MIGRC_TAG_MAGIC | (gen & MIGRC_TAG_MASK);
 }
 
 static inline bool migrc_is_tag(unsigned long index)
 {
-	return (index & MIGRC_TAG_MAGIC_MASK) == MIGRC_TAG_MAGIC;
+	return (index & ~MIGRC_TAG_MASK) == MIGRC_TAG_MAGIC;
 }
 
-static inline unsigned long migrc_tag_gen(unsigned long index)
+/* The full generation of a tag, given the newest generation handed out. */
+static inline unsigned long migrc_tag_gen(unsigned long index,
+					  unsigned long latest)
 {
-	return index & MIGRC_GEN_MASK;
+	return latest - ((latest - index) & MIGRC_TAG_MASK);
 }
 
 /* Bounds on deferral: a pure function so that KUnit can check it. */
@@ -116,20 +110,26 @@ static __always_inline bool migrc_enabled(void)
 	return static_branch_unlikely(&migrc_key);
 }
 
-/* Newest generation handed out; read by the arch code at TLB flushes. */
-extern unsigned long migrc_gen_latest;
-/* Every generation up to this one has been flushed. */
-extern unsigned long migrc_gen_done;
+/*
+ * The newest generation handed out, read by the arch code at TLB flushes,
+ * and the newest one flushed.  Written once per migration batch and once
+ * per flush; read everywhere else: they get a cache line of their own.
+ */
+struct migrc_gens {
+	unsigned long latest;
+	unsigned long done;
+} ____cacheline_aligned_in_smp;
+extern struct migrc_gens migrc_gens;
 
 static inline unsigned long migrc_gen_snapshot(void)
 {
-	return migrc_enabled() ? smp_load_acquire(&migrc_gen_latest) : 0;
+	return migrc_enabled() ? smp_load_acquire(&migrc_gens.latest) : 0;
 }
 
 /* Lockless and read-only: the cheap "nothing pending" check. */
 static inline bool migrc_pending(void)
 {
-	return READ_ONCE(migrc_gen_done) != READ_ONCE(migrc_gen_latest);
+	return READ_ONCE(migrc_gens.done) != READ_ONCE(migrc_gens.latest);
 }
 
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason);
@@ -199,6 +199,15 @@ void migrc_put_source(struct folio *src);
 bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		     unsigned long uaddr);
 
+void __migrc_note_pte(pte_t pteval);
+
+/* Every entry try_to_migrate() clears, flushed now or later. */
+static inline void migrc_note_pte(pte_t pteval)
+{
+	if (migrc_enabled())
+		__migrc_note_pte(pteval);
+}
+
 static inline struct migrc_batch *
 migrc_batch_open(int reason, bool batched, struct migrc_batch **outer)
 {
@@ -258,6 +267,7 @@ static inline void migrc_batch_close(struct migrc_batch *batch,
 				     struct migrc_batch *outer) { }
 static inline void migrc_unmap_begin(struct folio *folio) { }
 static inline bool migrc_unmap_end(struct folio *folio) { return false; }
+static inline void migrc_note_pte(pte_t pteval) { }
 static inline void migrc_batch_commit(void) { }
 static inline void migrc_put_source(struct folio *src) { }
 static inline bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
