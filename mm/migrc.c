@@ -412,6 +412,8 @@ void __migrc_batch_commit(void)
 	batch->gen = gen;
 	trace_migrc_defer(gen, batch->nr_pages, nr_cpus, batch->reason);
 	count_vm_events(MIGRC_DEFERRED_PAGES, batch->nr_pages);
+	if (batch->reason == MIGRC_REASON_RECLAIM)
+		count_vm_events(MIGRC_DEFERRED_RECLAIM, batch->nr_pages);
 	count_vm_event(MIGRC_DEFERRED_BATCHES);
 	count_vm_events(MIGRC_CPUS_DEFERRED, nr_cpus);
 	if (force)
@@ -488,6 +490,23 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 	xa_erase(&migrc_debug_dst, folio_pfn(folio));
 }
 #endif
+
+/*
+ * Free a folio that reclaim unmapped with its flush deferred and whose
+ * references it already froze to zero (__remove_mapping()).
+ */
+void migrc_free_frozen(struct folio *folio)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+
+	VM_WARN_ON_ONCE_FOLIO(folio_ref_count(folio), folio);
+	if (WARN_ON_ONCE(!batch))
+		return;			/* leak rather than hand it out */
+	if (!batch->committed)
+		__migrc_batch_commit();
+	mem_cgroup_uncharge(folio);
+	free_migrc_page(&folio->page, batch->gen);
+}
 
 /* Boot parameter and sysfs. */
 static int __init migrc_setup(char *str)

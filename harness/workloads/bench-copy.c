@@ -11,9 +11,10 @@
  * configuration is repeated and the median, min and max are reported, as
  * tables shaped like the thread's (rows: batch size, columns: threads).
  *
- * The copy threads and policy are set through the patched kernel's knobs
- * /sys/kernel/mm/migrate/copy_threads and copy_policy; without them only
- * the kernel's own behaviour ("vanilla") is measured.
+ * The copy backend, threads and policy are set through the patched
+ * kernel's knobs in /sys/kernel/mm/migrate/ (copy_backend, copy_threads,
+ * copy_policy); without copy_threads only the kernel's own behaviour
+ * ("vanilla") is measured.
  *
  * Exit status: 0 ok, 1 a verification failure, 2 a usage or setup error,
  * 4 every configuration was skipped.
@@ -46,6 +47,7 @@
 
 #define KNOB_THREADS	"/sys/kernel/mm/migrate/copy_threads"
 #define KNOB_POLICY	"/sys/kernel/mm/migrate/copy_policy"
+#define KNOB_BACKEND	"/sys/kernel/mm/migrate/copy_backend"
 #define THP_ENABLED	"/sys/kernel/mm/transparent_hugepage/enabled"
 
 enum { EXIT_VERIFY = 1, EXIT_SETUP = 2, EXIT_SKIPPED = 4 };
@@ -72,14 +74,14 @@ static struct {
 	int n4k, n2m;
 	int from, to, repeat;
 	struct list threads, policy;
-	const char *label, *csv, *baseline, *report;
+	const char *label, *csv, *baseline, *report, *backend, *pin;
 	unsigned long memcpy_mb;
 } opt = {
 	.do4k = true, .do2m = true,
 	.pages4k = { 512, 1024, 2048, 4096, 8192, 16384 }, .n4k = 6,
 	.pages2m = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 }, .n2m = 10,
 	.from = 0, .to = 1, .repeat = 5,
-	.label = "bench", .memcpy_mb = 256,
+	.label = "bench", .memcpy_mb = 256, .backend = "mt",
 };
 
 static struct row rows[MAX_ROWS];
@@ -88,8 +90,8 @@ static struct row base[MAX_ROWS];
 static int nbase;
 static bool had_verify_fail, had_setup_err;
 static int measured;
-static char knob_threads_saved[64], knob_policy_saved[64];
-static bool have_threads_knob, have_policy_knob;
+static char knob_threads_saved[64], knob_policy_saved[64], knob_backend_saved[64];
+static bool have_threads_knob, have_policy_knob, have_backend_knob;
 
 static void usage(FILE *f)
 {
@@ -104,19 +106,28 @@ static void usage(FILE *f)
 "  --pages2m LIST         default 1,2,4,8,16,32,64,128,256,512\n"
 "  --from A --to B        source and destination node (default 0 1)\n"
 "  --repeat R             runs per configuration, median reported (default 5)\n"
-"  --threads LIST         values for " KNOB_THREADS "\n"
-"                         (default 1,2,0; 0 = auto); ignored without the knob\n"
+"  --threads LIST         columns: a number N sets copy_backend to the --backend\n"
+"                         and " KNOB_THREADS " to N (0 = auto);\n"
+"                         a word (off, serial) sets copy_backend to it.\n"
+"                         Default off,1,2,0 (1,2,0 without copy_backend);\n"
+"                         without copy_threads: one \"vanilla\" column\n"
+"  --backend NAME         copy_backend for numeric --threads (default mt)\n"
 "  --policy LIST          values for " KNOB_POLICY " (push,pull,auto;\n"
 "                         default: leave the knob as it is)\n"
 "  --label NAME           run label for the CSV (default bench)\n"
 "  --csv FILE             write rows: label,size,nr_folios,threads,policy,\n"
-"                         gbps_median,gbps_min,gbps_max,verified\n"
+"                         gbps_median,gbps_min,gbps_max,verified; verified is\n"
+"                         yes, split (data right but THPs split), no,\n"
+"                         skipped (memory) or nothp (no THP to move)\n"
 "  --baseline FILE.csv    add the median of that (vanilla) run as a column\n"
 "  --report FILE.csv      measure nothing: print the tables of a CSV\n"
 "  --memcpy               also measure the memcpy ceiling A->B with 1, 2 and\n"
 "                         all CPUs (push: node A CPUs, pull: node B CPUs,\n"
 "                         spread: all CPUs)\n"
 "  --memcpy-mb MB         memcpy buffer size (default 256)\n"
+"  --pin CPULIST          run on these CPUs (sched_setaffinity); the patched\n"
+"                         kernel only takes copy helpers the caller may run\n"
+"                         on (default: not pinned)\n"
 "  --full-pattern         fill and check every word (default: 8 words per\n"
 "                         4 KB page)\n"
 "  -q, --quiet            no per-configuration lines, only the tables\n"
@@ -235,12 +246,24 @@ static int set_knob(const char *path, const char *val)
 	return 0;
 }
 
+/* A --threads token: a number for copy_threads, or a backend name. */
+static int set_threads(const char *tok)
+{
+	if (!isdigit((unsigned char)tok[0]))
+		return set_knob(KNOB_BACKEND, tok);
+	if (have_backend_knob && set_knob(KNOB_BACKEND, opt.backend))
+		return -1;
+	return set_knob(KNOB_THREADS, tok);
+}
+
 static void restore_knobs(void)
 {
 	if (have_threads_knob && knob_threads_saved[0])
 		write_file(KNOB_THREADS, knob_threads_saved);
 	if (have_policy_knob && knob_policy_saved[0])
 		write_file(KNOB_POLICY, knob_policy_saved);
+	if (have_backend_knob && knob_backend_saved[0])
+		write_file(KNOB_BACKEND, knob_backend_saved);
 }
 
 /* MemFree of a node in bytes, or 0 if unknown. */
@@ -845,10 +868,11 @@ static void print_tables(const struct row *v, int n, const struct row *b, int nb
 				if (j == nn)
 					nrs[nn++] = v[i].nr;
 			}
-			printf("\n#%d %s, %s, policy %s, %s (GB/s, median of runs):\n",
+			printf("\n#%d %s, %s%s%s, %s (GB/s, median of runs):\n",
 			       ++sec, sizes[s][1] == 'k' ? "THP=never" : "THP=always",
 			       sizes[s][1] == 'k' ? "4KB folios" : "2MB folios",
-			       pol[k], v[0].label);
+			       strcmp(pol[k], "-") ? ", policy " : "",
+			       strcmp(pol[k], "-") ? pol[k] : "", v[0].label);
 			printf("%-10s%-8s", "nr_folios", "MB");
 			if (blabel)
 				printf("%-10s", blabel);
@@ -892,7 +916,7 @@ static void print_tables(const struct row *v, int n, const struct row *b, int nb
 enum {
 	O_SIZES = 256, O_PAGES, O_PAGES4K, O_PAGES2M, O_FROM, O_TO, O_REPEAT,
 	O_THREADS, O_POLICY, O_LABEL, O_CSV, O_BASELINE, O_REPORT, O_MEMCPY,
-	O_MEMCPY_MB, O_FULL,
+	O_MEMCPY_MB, O_FULL, O_BACKEND, O_PIN,
 };
 
 static const struct option longopts[] = {
@@ -912,6 +936,8 @@ static const struct option longopts[] = {
 	{ "memcpy", no_argument, NULL, O_MEMCPY },
 	{ "memcpy-mb", required_argument, NULL, O_MEMCPY_MB },
 	{ "full-pattern", no_argument, NULL, O_FULL },
+	{ "backend", required_argument, NULL, O_BACKEND },
+	{ "pin", required_argument, NULL, O_PIN },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -935,8 +961,6 @@ static int parse_args(int argc, char **argv)
 	const char *pages = NULL;
 	int c, v;
 
-	if (parse_list("1,2,0", &opt.threads))
-		return -1;
 	while ((c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_SIZES:
@@ -1000,6 +1024,14 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_FULL:
 			opt.full_pattern = true;
+			break;
+		case O_PIN:
+			opt.pin = optarg;
+			break;
+		case O_BACKEND:
+			if (!*optarg || strlen(optarg) >= TOKEN_LEN || strpbrk(optarg, ", \n"))
+				goto bad;
+			opt.backend = optarg;
 			break;
 		case 'q':
 			opt.quiet = true;
@@ -1087,9 +1119,27 @@ int main(int argc, char **argv)
 
 	if (setup_nodes())
 		return EXIT_SETUP;
+	if (opt.pin) {
+		struct bitmask *bm = numa_parse_cpustring_all(opt.pin);
+
+		if (!bm || numa_sched_setaffinity(0, bm)) {
+			fprintf(stderr, "bench-copy: cannot pin to CPUs '%s'\n", opt.pin);
+			return EXIT_SETUP;
+		}
+		numa_bitmask_free(bm);
+	}
 
 	have_threads_knob = !access(KNOB_THREADS, F_OK);
 	have_policy_knob = !access(KNOB_POLICY, F_OK);
+	have_backend_knob = have_threads_knob && !access(KNOB_BACKEND, F_OK);
+	if (have_backend_knob) {
+		if (read_file(KNOB_BACKEND, buf, sizeof(buf)) || access(KNOB_BACKEND, W_OK)) {
+			fprintf(stderr, "bench-copy: %s is not readable and writable (run as root)\n",
+				KNOB_BACKEND);
+			return EXIT_SETUP;
+		}
+		knob_value(buf, knob_backend_saved, sizeof(knob_backend_saved));
+	}
 	if (have_threads_knob) {
 		if (read_file(KNOB_THREADS, knob_threads_saved, sizeof(knob_threads_saved)) ||
 		    access(KNOB_THREADS, W_OK)) {
@@ -1097,7 +1147,17 @@ int main(int argc, char **argv)
 				KNOB_THREADS);
 			return EXIT_SETUP;
 		}
-		threads = opt.threads;
+		if (opt.threads.n)
+			threads = opt.threads;
+		else
+			parse_list(have_backend_knob ? "off,1,2,0" : "1,2,0", &threads);
+		for (t = 0; t < threads.n; t++) {
+			if (isdigit((unsigned char)threads.v[t][0]) || have_backend_knob)
+				continue;
+			fprintf(stderr, "bench-copy: --threads %s needs %s, which this kernel lacks\n",
+				threads.v[t], KNOB_BACKEND);
+			return EXIT_SETUP;
+		}
 	} else {
 		printf("bench-copy: no %s: measuring the kernel's own copy (\"vanilla\")\n",
 		       KNOB_THREADS);
@@ -1140,7 +1200,7 @@ int main(int argc, char **argv)
 		if (have_policy_knob && opt.policy.n && set_knob(KNOB_POLICY, policies.v[p]))
 			return EXIT_SETUP;
 		for (t = 0; t < threads.n; t++) {
-			if (have_threads_knob && set_knob(KNOB_THREADS, threads.v[t]))
+			if (have_threads_knob && set_threads(threads.v[t]))
 				return EXIT_SETUP;
 			for (i = 0; opt.do4k && i < opt.n4k; i++)
 				run_config(false, opt.pages4k[i], threads.v[t], policies.v[p]);

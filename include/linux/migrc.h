@@ -13,11 +13,15 @@
 #include <linux/gfp_types.h>
 #include <linux/mm_types.h>
 #include <linux/cpumask.h>
+#include <linux/migrate_mode.h>
 
 struct page;
 struct folio;
 struct vm_area_struct;
 struct arch_tlbflush_unmap_batch;
+
+/* The reason a reclaim batch reports, next to the migrate_reason values. */
+#define MIGRC_REASON_RECLAIM	MR_TYPES
 
 /* Why a deferred flush was finally performed. */
 enum migrc_flush_reason {
@@ -196,6 +200,7 @@ void __migrc_unmap_begin(struct folio *folio);
 bool __migrc_unmap_end(struct folio *folio);
 void __migrc_batch_commit(void);
 void migrc_put_source(struct folio *src);
+void migrc_free_frozen(struct folio *folio);
 bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		     unsigned long uaddr);
 
@@ -270,6 +275,7 @@ static inline bool migrc_unmap_end(struct folio *folio) { return false; }
 static inline void migrc_note_pte(pte_t pteval) { }
 static inline void migrc_batch_commit(void) { }
 static inline void migrc_put_source(struct folio *src) { }
+static inline void migrc_free_frozen(struct folio *folio) { }
 static inline bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 				   unsigned long uaddr)
 {
