@@ -7,13 +7,15 @@ SHELL := /bin/sh
 H := harness
 
 .PHONY: help base sync kernel vanilla debug-kernel kernels selftests tools \
-	check check-fast demo series series-check clean distclean
+	check demo bench-copy workload series series-check clean distclean
 
 help:
 	@echo "make kernel        build the patched kernel (build/out/patched)"
 	@echo "make vanilla       build the pristine 6.12 base, same config"
 	@echo "make debug-kernel  patched kernel with the debug fragment"
 	@echo "make demo          boot the tiered VM, run the demo workload, compare"
+	@echo "make bench-copy    move_pages() copy throughput tables (numa2 VM)"
+	@echo "make workload CMD='...'  your workload: vanilla / migrc=off / migrc=on"
 	@echo "make check         every test; ends with 'N passed, N failed'"
 	@echo "make series        export the series to build/series/"
 	@echo "make series-check  apply, build every step, checkpatch each patch"
@@ -47,6 +49,14 @@ check:
 
 demo: kernel vanilla selftests
 	$(H)/demo
+
+bench-copy: kernel vanilla selftests
+	$(H)/bench-copy
+
+# make workload CMD='./llama-cli -m model.gguf -p hi -n 20' [ARGS='--tiering']
+workload: kernel vanilla selftests
+	@test -n "$(CMD)" || { echo "usage: make workload CMD='...'"; exit 2; }
+	$(H)/workload $(ARGS) -- sh -c '$(CMD)'
 
 series: sync
 	$(H)/series export

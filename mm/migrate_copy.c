@@ -219,6 +219,13 @@ static int mt_copy(struct migrate_copy_job *job)
 	int nid, cpu, err = 0;
 	u64 t0;
 
+	/*
+	 * Reclaim (demotion) and compaction run PF_MEMALLOC: waiting there for
+	 * a worker that may need memory to start is how reclaim deadlocks.
+	 */
+	if (current->flags & PF_MEMALLOC)
+		return serial_copy(job);
+
 	want = READ_ONCE(copy_threads) ?: MIGRATE_COPY_MAX_THREADS;
 	want = min3(want, (unsigned int)MIGRATE_COPY_MAX_THREADS,
 		    (unsigned int)(job->nr_pages / MIGRATE_COPY_MIN_THREAD_PAGES));

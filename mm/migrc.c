@@ -147,6 +147,12 @@ static void migrc_timeout_fn(struct work_struct *work)
 	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
 }
 
+#ifdef CONFIG_MIGRC_DEBUG
+static void migrc_debug_alloc(struct page *page, unsigned int order);
+#else
+static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
+#endif
+
 /*
  * Page allocator side.  A tagged page records the generation whose flush
  * must complete before anyone else may use it.  A tag whose generation is
@@ -197,6 +203,7 @@ void migrc_prep_new_page(struct page *page, unsigned int order)
 	unsigned long need, i;
 	bool found;
 
+	migrc_debug_alloc(page, order);
 	if (!migrc_pending()) {
 		/* Fast path: any tag left on the block is stale. */
 		for (i = 0; i < (1UL << order); i++)
@@ -463,6 +470,17 @@ void migrc_debug_note_dst(struct folio *dst)
 		 GFP_NOWAIT | __GFP_NOWARN);
 }
 
+/* A new life for these pages: forget what their previous one recorded. */
+static void migrc_debug_alloc(struct page *page, unsigned int order)
+{
+	unsigned long pfn = page_to_pfn(page), i;
+
+	if (xa_empty(&migrc_debug_dst))
+		return;
+	for (i = 0; i < (1UL << order); i++)
+		xa_erase(&migrc_debug_dst, pfn + i);
+}
+
 void migrc_debug_set_pte(pte_t pte)
 {
 	void *entry;
@@ -475,6 +493,7 @@ void migrc_debug_set_pte(pte_t pte)
 	     "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
 	     pte_pfn(pte), xa_to_value(entry), READ_ONCE(migrc_gens.done));
 }
+EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
 
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
