@@ -25,6 +25,7 @@
 
 #define pr_fmt(fmt) "migrc: " fmt
 
+#include <linux/debugfs.h>
 #include <linux/init.h>
 #include <linux/kobject.h>
 #include <linux/memcontrol.h>
@@ -72,6 +73,27 @@ static struct {
 } migrc_pending_batch = {
 	.lock = __SPIN_LOCK_UNLOCKED(migrc_pending_batch.lock),
 };
+
+#ifdef CONFIG_MIGRC_DEBUG
+static void migrc_debug_alloc(struct page *page, unsigned int order);
+/*
+ * debugfs migrc/inject_skip, to prove that the tests and the checks catch
+ * a missed flush: bit 0 skips the flush for tagged allocations, bit 1 the
+ * write barrier.  Debug kernels only; it breaks what migrc promises.
+ */
+static u32 migrc_inject_skip;
+#define MIGRC_INJECT_SKIP_ALLOC	BIT(0)
+#define MIGRC_INJECT_SKIP_WRITE	BIT(1)
+static bool migrc_injected(u32 what)
+{
+	return READ_ONCE(migrc_inject_skip) & what;
+}
+#else
+static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
+static inline bool migrc_injected(u32 what) { return false; }
+#define MIGRC_INJECT_SKIP_ALLOC	0
+#define MIGRC_INJECT_SKIP_WRITE	0
+#endif
 
 static void migrc_timeout_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(migrc_timeout_work, migrc_timeout_fn);
@@ -139,6 +161,8 @@ void migrc_flush_all(enum migrc_flush_reason reason)
 {
 	if (!migrc_enabled() || !migrc_pending())
 		return;
+	if (reason == MIGRC_FLUSH_WRITE && migrc_injected(MIGRC_INJECT_SKIP_WRITE))
+		return;
 	migrc_flush(READ_ONCE(migrc_gens.latest), reason);
 }
 
@@ -147,11 +171,6 @@ static void migrc_timeout_fn(struct work_struct *work)
 	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
 }
 
-#ifdef CONFIG_MIGRC_DEBUG
-static void migrc_debug_alloc(struct page *page, unsigned int order);
-#else
-static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
-#endif
 
 /*
  * Page allocator side.  A tagged page records the generation whose flush
@@ -215,7 +234,8 @@ void migrc_prep_new_page(struct page *page, unsigned int order)
 	if (found) {
 		VM_WARN_ONCE(in_interrupt() || irqs_disabled(),
 			     "migrc: tagged page allocated in atomic context");
-		migrc_flush(need, MIGRC_FLUSH_ALLOC);
+		if (!migrc_injected(MIGRC_INJECT_SKIP_ALLOC))
+			migrc_flush(need, MIGRC_FLUSH_ALLOC);
 		VM_WARN_ONCE(IS_ENABLED(CONFIG_MIGRC_DEBUG) &&
 			     !migrc_gen_covers(READ_ONCE(migrc_gens.done), need),
 			     "migrc_debug: page %#lx allocated before its flush (gen %lu)\n",
@@ -645,6 +665,10 @@ static int __init migrc_init(void)
 {
 	if (migrc_boot_on)
 		static_branch_enable(&migrc_key);
+#ifdef CONFIG_MIGRC_DEBUG
+	debugfs_create_u32("inject_skip", 0600,
+			   debugfs_create_dir("migrc", NULL), &migrc_inject_skip);
+#endif
 	pr_info("deferred TLB flush for migration %s\n",
 		migrc_boot_on ? "on" : "off");
 	return migrc_sysfs_init();

@@ -42,15 +42,17 @@
  *              a reclaimed page well within that time
  *
  * Asserts: no mismatch; every reader completed at least one full pass and
- * all together at least MIN_PASSES; the cgroup really reclaimed (pgsteal);
- * with migrc on, migrc_deferred_reclaim increased (the test exercised the
- * deferral); with migrc off (kernel with migrc counters), every migrc_*
- * counter stayed 0.
+ * all together at least MIN_PASSES (on a slow host the run is extended to
+ * at most GRACE_FACTOR times MIGRC_TEST_SECONDS for that); the cgroup
+ * really reclaimed (pgsteal); with migrc on, migrc_deferred_reclaim
+ * increased (the test exercised the deferral; in the limit variant only
+ * with two readers or more, see above); with migrc off (kernel with migrc
+ * counters), every migrc_* counter stayed 0.
  *
- * The stale window is found reliably under QEMU TCG, whose software TLB
- * keeps a vCPU's entries until the guest flushes it; a hardware TLB is
- * much smaller than the window and drops most entries before the reader
- * comes back, so there the test is weaker.
+ * The method suits QEMU TCG, whose software TLB keeps a vCPU's entries
+ * until the guest flushes it; a hardware TLB is much smaller than the
+ * window and drops most entries before the reader comes back to a
+ * reclaimed page, so there the test is weaker.
  *
  * Environment: MIGRC_TEST_SECONDS (per variant, default 4),
  * MIGRC_RECLAIM_FILE (default /usr/src/linux-source-6.12.tar.xz, else the
@@ -72,13 +74,14 @@
 #include <sys/vfs.h>
 
 #define DEFAULT_SECONDS		4.0
-#define MAX_SECONDS		100.0
+#define MAX_SECONDS		60.0
 #define TEST_TIMEOUT		300
 #define DEFAULT_WINDOW_MB	48
 #define DEFAULT_LIMIT_MB	20
 #define FILLER_MB		32
 #define MAX_READERS		8
 #define MIN_PASSES		2
+#define GRACE_FACTOR		4
 #define NSAMPLES		8
 #define SEARCH_DEPTH		5
 #define RECLAIM_CHUNK		"4M"
@@ -502,6 +505,21 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* Every reader did a full pass, and all together MIN_PASSES. */
+static bool enough_passes(struct env *e)
+{
+	unsigned long total = 0, p;
+	int i;
+
+	for (i = 0; i < e->nreaders; i++) {
+		p = __atomic_load_n(&e->readers[i].passes, __ATOMIC_RELAXED);
+		if (!p)
+			return false;
+		total += p;
+	}
+	return total >= MIN_PASSES;
+}
+
 static void stop_readers(struct env *e)
 {
 	int i;
@@ -772,7 +790,7 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 	long long steal0, steal1, refault0, refault1, oom, deferred;
 	bool has_counters, on;
 	struct counters c0, c1;
-	double start, deadline, elapsed;
+	double start, deadline, hard, elapsed;
 	int i, j, ret;
 
 	prepare(_metadata, e, variant);
@@ -793,7 +811,16 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 		ASSERT_EQ(ret, 0);
 		e->readers_running = true;
 	}
-	while (now_s() < deadline) {
+	/*
+	 * Run for the time asked; on a slow or loaded host, go on for at most
+	 * GRACE_FACTOR times as long until the readers did the minimum work.
+	 */
+	hard = start + GRACE_FACTOR * e->seconds;
+	for (;;) {
+		double t = now_s();
+
+		if (t >= hard || (t >= deadline && enough_passes(e)))
+			break;
 		if (variant->proactive) {
 			cg_write(e->child, "memory.reclaim", RECLAIM_CHUNK);
 			reclaim_calls++;
@@ -857,6 +884,12 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 	if (!has_counters)
 		return;
 	if (on) {
+		/*
+		 * A lone reader reclaiming in its own faults mostly has the mm
+		 * loaded on its own CPU only: nothing to defer then.
+		 */
+		if (!variant->proactive && e->nreaders < 2)
+			return;
 		ASSERT_GT(deferred, 0LL) {
 			TH_LOG("migrc is on but reclaim deferred no flush");
 		}
