@@ -39,7 +39,6 @@
 #include <linux/sysfs.h>
 #include <linux/vmstat.h>
 #include <linux/workqueue.h>
-#include <linux/xarray.h>
 #include <asm/tlbflush.h>
 
 #include "internal.h"
@@ -474,59 +473,88 @@ void migrc_put_source(struct folio *src)
 #ifdef CONFIG_MIGRC_DEBUG
 /*
  * The destinations of deferred migrations, by pfn, with the generation
- * that must be flushed before they may be written.  Checked where a folio
- * becomes writable or is written, after the write barrier: an entry still
- * pending there means a path reached the write without the barrier.
+ * that must be flushed before they may be written.  Checked where a page
+ * is mapped writable (set_ptes()) or written (migrc_folio_write()): an
+ * entry still pending there means a path got there without the barrier.
+ *
+ * A direct-mapped table under a raw spinlock, not an xarray: it is used
+ * from the page allocator, in any context, and must never allocate.  A
+ * collision drops the older record, which loses a check, never adds one.
  */
-static DEFINE_XARRAY(migrc_debug_dst);
+#define MIGRC_DEBUG_SLOTS	16384
+static struct {
+	unsigned long pfn_plus_one;
+	unsigned long gen;
+} migrc_debug_slot[MIGRC_DEBUG_SLOTS];
+static DEFINE_RAW_SPINLOCK(migrc_debug_lock);
+
+static void migrc_debug_record(unsigned long pfn, unsigned long gen)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&migrc_debug_lock, flags);
+	migrc_debug_slot[pfn % MIGRC_DEBUG_SLOTS].pfn_plus_one = pfn + 1;
+	migrc_debug_slot[pfn % MIGRC_DEBUG_SLOTS].gen = gen;
+	raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
+}
+
+/* The pending generation recorded for @pfn, removing it; false if none. */
+static bool migrc_debug_take(unsigned long pfn, unsigned long *gen, bool erase)
+{
+	unsigned long flags;
+	bool found;
+
+	raw_spin_lock_irqsave(&migrc_debug_lock, flags);
+	found = migrc_debug_slot[pfn % MIGRC_DEBUG_SLOTS].pfn_plus_one == pfn + 1;
+	if (found) {
+		*gen = migrc_debug_slot[pfn % MIGRC_DEBUG_SLOTS].gen;
+		if (erase)
+			migrc_debug_slot[pfn % MIGRC_DEBUG_SLOTS].pfn_plus_one = 0;
+	}
+	raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
+	return found;
+}
 
 void migrc_debug_note_dst(struct folio *dst)
 {
 	struct migrc_batch *batch = current->migrc_batch;
 
-	if (!batch)
-		return;
-	xa_store(&migrc_debug_dst, folio_pfn(dst), xa_mk_value(batch->gen),
-		 GFP_NOWAIT | __GFP_NOWARN);
+	if (batch)
+		migrc_debug_record(folio_pfn(dst), batch->gen);
 }
 
 /* A new life for these pages: forget what their previous one recorded. */
 static void migrc_debug_alloc(struct page *page, unsigned int order)
 {
-	unsigned long pfn = page_to_pfn(page), i;
+	unsigned long pfn = page_to_pfn(page), i, gen;
 
-	if (xa_empty(&migrc_debug_dst))
-		return;
 	for (i = 0; i < (1UL << order); i++)
-		xa_erase(&migrc_debug_dst, pfn + i);
+		migrc_debug_take(pfn + i, &gen, true);
 }
 
 void migrc_debug_set_pte(pte_t pte)
 {
-	void *entry;
+	unsigned long gen;
 
 	if (!migrc_enabled() || !pte_present(pte) || !pte_write(pte))
 		return;
-	entry = xa_load(&migrc_debug_dst, pte_pfn(pte));
-	WARN(entry && !migrc_gen_covers(smp_load_acquire(&migrc_gens.done),
-					 xa_to_value(entry)),
+	if (!migrc_debug_take(pte_pfn(pte), &gen, false))
+		return;
+	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 	     "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
-	     pte_pfn(pte), xa_to_value(entry), READ_ONCE(migrc_gens.done));
+	     pte_pfn(pte), gen, READ_ONCE(migrc_gens.done));
 }
 EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
 
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
-	void *entry = xa_load(&migrc_debug_dst, folio_pfn(folio));
 	unsigned long gen;
 
-	if (!entry)
+	if (!migrc_debug_take(folio_pfn(folio), &gen, true))
 		return;
-	gen = xa_to_value(entry);
 	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 	     "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
 	     folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
-	xa_erase(&migrc_debug_dst, folio_pfn(folio));
 }
 #endif
 

@@ -69,7 +69,8 @@ struct row {
 };
 
 static struct {
-	bool do4k, do2m, memcpy, full_pattern, quiet;
+	bool do4k, do2m, memcpy, full_pattern, quiet, prefault;
+	int warmup;
 	unsigned long pages4k[MAX_LIST], pages2m[MAX_LIST];
 	int n4k, n2m;
 	int from, to, repeat;
@@ -128,6 +129,9 @@ static void usage(FILE *f)
 "  --pin CPULIST          run on these CPUs (sched_setaffinity); the patched\n"
 "                         kernel only takes copy helpers the caller may run\n"
 "                         on (default: not pinned)\n"
+"  --warmup N             untimed runs before the timed ones (default 0)\n"
+"  --prefault             first touch 90%% of both nodes' free memory, so that\n"
+"                         a VM's host faults its RAM in before timing\n"
 "  --full-pattern         fill and check every word (default: 8 words per\n"
 "                         4 KB page)\n"
 "  -q, --quiet            no per-configuration lines, only the tables\n"
@@ -568,7 +572,12 @@ static void run_config(bool thp, unsigned long nr, const char *threads,
 			printf("skipped (needs %lu MB)\n", need >> 20);
 		return;
 	}
-	for (i = 0; i < opt.repeat; i++) {
+	for (i = 0; i < opt.warmup; i++) {
+		v[0] = run_once(thp, nr, MAX_REPEAT + i, &split);
+		if (v[0] <= 0)
+			break;
+	}
+	for (i = 0; i < opt.repeat && (!opt.warmup || v[0] > 0); i++) {
 		v[i] = run_once(thp, nr, i, &split);
 		if (v[i] <= 0)
 			break;
@@ -594,6 +603,35 @@ static void run_config(bool thp, unsigned long nr, const char *threads,
 	if (!opt.quiet)
 		printf("%7.2f GB/s (min %.2f max %.2f)%s\n", r->med, r->min, r->max,
 		       split ? " THPs were split by the move" : "");
+}
+
+/*
+ * Touch most of a node's free memory once and give it back.  A VM's RAM is
+ * allocated by its host on first touch; without this the first runs that
+ * land on fresh guest memory time the host's page faults as well.
+ */
+static void prefault_node(int node)
+{
+	size_t len = (node_free(node) / 10 * 9) & ~(THP_SZ - 1);
+	unsigned long mask[16] = { 0 };
+	double t0 = now();
+	char *p;
+	size_t i;
+
+	if (!len || node >= (int)(sizeof(mask) * 8))
+		return;
+	p = map_aligned(len, THP_SZ);
+	if (!p)
+		return;
+	mask[node / (8 * sizeof(long))] |= 1UL << (node % (8 * sizeof(long)));
+	/* Preferred, not bind: never OOM over a warm-up. */
+	mbind(p, len, MPOL_PREFERRED, mask, sizeof(mask) * 8, 0);
+	madvise(p, len, MADV_HUGEPAGE);
+	for (i = 0; i < len; i += PAGE_SZ)
+		p[i] = 1;
+	munmap(p, len);
+	printf("bench-copy: prefaulted %zu MB of node %d in %.1fs\n", len >> 20, node,
+	       now() - t0);
 }
 
 /* ---- memcpy ceiling ---- */
@@ -916,7 +954,7 @@ static void print_tables(const struct row *v, int n, const struct row *b, int nb
 enum {
 	O_SIZES = 256, O_PAGES, O_PAGES4K, O_PAGES2M, O_FROM, O_TO, O_REPEAT,
 	O_THREADS, O_POLICY, O_LABEL, O_CSV, O_BASELINE, O_REPORT, O_MEMCPY,
-	O_MEMCPY_MB, O_FULL, O_BACKEND, O_PIN,
+	O_MEMCPY_MB, O_FULL, O_BACKEND, O_PIN, O_WARMUP, O_PREFAULT,
 };
 
 static const struct option longopts[] = {
@@ -938,6 +976,8 @@ static const struct option longopts[] = {
 	{ "full-pattern", no_argument, NULL, O_FULL },
 	{ "backend", required_argument, NULL, O_BACKEND },
 	{ "pin", required_argument, NULL, O_PIN },
+	{ "warmup", required_argument, NULL, O_WARMUP },
+	{ "prefault", no_argument, NULL, O_PREFAULT },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -1024,6 +1064,13 @@ static int parse_args(int argc, char **argv)
 			break;
 		case O_FULL:
 			opt.full_pattern = true;
+			break;
+		case O_WARMUP:
+			if (parse_int(optarg, 0, MAX_REPEAT, &opt.warmup))
+				goto bad;
+			break;
+		case O_PREFAULT:
+			opt.prefault = true;
 			break;
 		case O_PIN:
 			opt.pin = optarg;
@@ -1196,6 +1243,10 @@ int main(int argc, char **argv)
 	       opt.repeat, opt.from, node_free(opt.from) >> 20, opt.to,
 	       node_free(opt.to) >> 20);
 
+	if (opt.prefault) {
+		prefault_node(opt.from);
+		prefault_node(opt.to);
+	}
 	for (p = 0; p < policies.n; p++) {
 		if (have_policy_knob && opt.policy.n && set_knob(KNOB_POLICY, policies.v[p]))
 			return EXIT_SETUP;

@@ -61,7 +61,7 @@ static struct {
 	.file = "/usr/src/linux-source-6.12.tar.xz",
 	.size = 64UL << 20,
 	.limit = 24UL << 20,
-	.passes = 24,
+	.passes = 8,
 	.filler = 0,
 };
 
@@ -100,7 +100,8 @@ static void usage(FILE *f)
 		"  -s  size of the mapping in MB (default 64)\n"
 		"  -l  memory.max of the workload's own cgroup in MB (default 24);\n"
 		"      0: no cgroup (then reclaim only under global pressure)\n"
-		"  -p  passes over the mapping, all readers together (default 24):\n"
+		"  -p  passes over the mapping, all readers together (default 8, about\n"
+		"      10 s in the 2-vCPU TCG test VM):\n"
 		"      a fixed amount of work, so that runs compare\n"
 		"  -r  reader threads, one per CPU (default: all CPUs)\n"
 		"  -F  filler: a process in the parent cgroup that allocates, fills\n"
