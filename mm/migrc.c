@@ -78,11 +78,14 @@ static void migrc_debug_alloc(struct page *page, unsigned int order);
 /*
  * debugfs migrc/inject_skip, to prove that the tests and the checks catch
  * a missed flush: bit 0 skips the flush for tagged allocations, bit 1 the
- * write barrier.  Debug kernels only; it breaks what migrc promises.
+ * write barrier, bit 2 frees sources untagged and unflushed to the per-CPU
+ * lists, where they are reused at once.  Debug kernels only; it breaks
+ * what migrc promises.
  */
 static u32 migrc_inject_skip;
 #define MIGRC_INJECT_SKIP_ALLOC	BIT(0)
 #define MIGRC_INJECT_SKIP_WRITE	BIT(1)
+#define MIGRC_INJECT_UNTAGGED	BIT(2)
 static bool migrc_injected(u32 what)
 {
 	return READ_ONCE(migrc_inject_skip) & what;
@@ -92,6 +95,7 @@ static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
 static inline bool migrc_injected(u32 what) { return false; }
 #define MIGRC_INJECT_SKIP_ALLOC	0
 #define MIGRC_INJECT_SKIP_WRITE	0
+#define MIGRC_INJECT_UNTAGGED	0
 #endif
 
 static void migrc_timeout_fn(struct work_struct *work);
@@ -461,6 +465,10 @@ void migrc_put_source(struct folio *src)
 	struct migrc_batch *batch = current->migrc_batch;
 	unsigned long gen = batch ? batch->gen : READ_ONCE(migrc_gens.latest);
 
+	if (migrc_injected(MIGRC_INJECT_UNTAGGED)) {
+		folio_put(src);
+		return;
+	}
 	if (!folio_ref_freeze(src, 1)) {
 		migrc_flush(gen, MIGRC_FLUSH_OTHER);
 		folio_put(src);
@@ -540,7 +548,7 @@ void migrc_debug_set_pte(pte_t pte)
 		return;
 	if (!migrc_debug_take(pte_pfn(pte), &gen, false))
 		return;
-	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
+	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 	     "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
 	     pte_pfn(pte), gen, READ_ONCE(migrc_gens.done));
 }
@@ -552,7 +560,7 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 
 	if (!migrc_debug_take(folio_pfn(folio), &gen, true))
 		return;
-	WARN(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
+	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 	     "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
 	     folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
 }
