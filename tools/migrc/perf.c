@@ -38,7 +38,7 @@ static const struct hw_def hw_defs[] = {
 				       PERF_COUNT_HW_CACHE_RESULT_MISS) },
 };
 
-#define NR_HW (int)(sizeof(hw_defs) / sizeof(hw_defs[0]))
+#define NR_HW ((int)(sizeof(hw_defs) / sizeof(hw_defs[0])))
 
 struct fdset {
 	int n;

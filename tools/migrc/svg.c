@@ -27,7 +27,7 @@ static const char *const colors[] = {
 	"#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
 };
 
-#define NCOLORS (int)(sizeof(colors) / sizeof(colors[0]))
+#define NCOLORS ((int)(sizeof(colors) / sizeof(colors[0])))
 
 static void xml_text(FILE *f, const char *s)
 {

@@ -1,0 +1,53 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# tools/migrc in the VM: "migrc stat" around a migration workload must
+# report what /proc/vmstat and /proc/interrupts say when read directly in
+# the same guest, and "migrc compare" of a migrc=off and a migrc=on run must
+# show the reduction those numbers give.  TAP output.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+sel=$top/build/selftests
+out=$top/build/tool-vm
+n=0 fails=0
+rm -rf "$out"
+mkdir -p "$out"
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
+# json FILE KEY: a number from the "vmstat" object or a top-level key.
+json() { tr ',{}' '\n\n\n' < "$1" | sed -n "s/^ *\"$2\": *\([0-9][0-9]*\).*/\1/p" | head -1; }
+
+echo "TAP version 13"
+echo "1..6"
+for mode in off on; do
+	"$top/harness/vm-run" --topo tiered --cpus 2 --append "migrc=$mode" -- sh -c "
+		v() { awk -v k=\$1 '\$1 == k { print \$2 }' /proc/vmstat; }
+		t() { awk '/TLB shootdowns/ { s = 0; for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; print s }' /proc/interrupts; }
+		m0=\$(v pgmigrate_success) t0=\$(t)
+		$sel/migrc stat -q -o $out/$mode.json --label $mode -- \
+			$sel/ro-stream -s 8 -n 60 -t 120 > /dev/null
+		rc=\$?
+		m1=\$(v pgmigrate_success) t1=\$(t)
+		echo rc=\$rc migrated=\$((m1 - m0)) shootdowns=\$((t1 - t0))" \
+		> "$out/$mode.log" 2>&1
+	sed 's/^/# /' "$out/$mode.log" | tail -3
+	mig=$(sed -n 's/.*migrated=\([0-9]*\).*/\1/p' "$out/$mode.log")
+	shd=$(sed -n 's/.*shootdowns=\([0-9]*\).*/\1/p' "$out/$mode.log")
+	jm=$(json "$out/$mode.json" pgmigrate_success)
+	jt=$(json "$out/$mode.json" total)
+	check "migrc=$mode: stat's pgmigrate_success ($jm) = /proc/vmstat's ($mig), > 0" \
+		sh -c "[ -n '$jm' ] && [ '$jm' = '$mig' ] && [ '$mig' -gt 0 ]"
+	# The shell's snapshots bracket the tool's: a few more IPIs may land
+	# between them (the guest's own exec and exit), never fewer.
+	check "migrc=$mode: stat's shootdowns ($jt) within /proc/interrupts' ($shd), > 0" \
+		sh -c "[ -n '$jt' ] && [ '$jt' -gt 0 ] && [ '$jt' -le '$shd' ] && [ \$(( $shd - $jt )) -le 8 ]"
+done
+"$sel/migrc" compare --format csv "$out/off.json" "$out/on.json" > "$out/cmp.csv"
+red=$(awk -F, '$1 ~ /^TLB shootdowns/ && $2 == "total" { print $5 }' "$out/cmp.csv")
+off=$(json "$out/off.json" total) on=$(json "$out/on.json" total)
+want=$(awk -v a="$off" -v b="$on" 'BEGIN { printf "%.2f", (a - b) * 100 / a }')
+echo "# compare: off $off, on $on, reduction $red% (computed $want%)"
+check "compare's reduction ($red%) is (off - on) / off ($want%)" [ "$red" = "$want" ]
+check "migrc=on sent fewer shootdowns than migrc=off ($on < $off)" [ "$on" -lt "$off" ]
+[ "$fails" -eq 0 ]
