@@ -8,24 +8,11 @@
 #include <linux/tracepoint.h>
 #include <linux/migrc.h>
 
-#define MIGRC_FLUSH_REASONS					\
-	EM(MIGRC_FLUSH_ALLOC,		"alloc")		\
-	EM(MIGRC_FLUSH_WRITE,		"write")		\
-	EM(MIGRC_FLUSH_TIMEOUT,		"timeout")		\
-	EM(MIGRC_FLUSH_PRESSURE,	"pressure")		\
-	EMe(MIGRC_FLUSH_OTHER,		"other")
-
-#undef EM
-#undef EMe
-#define EM(a, b)	TRACE_DEFINE_ENUM(a);
-#define EMe(a, b)	TRACE_DEFINE_ENUM(a);
-
-MIGRC_FLUSH_REASONS
-
-#undef EM
-#undef EMe
-#define EM(a, b)	{a, b},
-#define EMe(a, b)	{a, b}
+TRACE_DEFINE_ENUM(MIGRC_FLUSH_ALLOC);
+TRACE_DEFINE_ENUM(MIGRC_FLUSH_WRITE);
+TRACE_DEFINE_ENUM(MIGRC_FLUSH_TIMEOUT);
+TRACE_DEFINE_ENUM(MIGRC_FLUSH_PRESSURE);
+TRACE_DEFINE_ENUM(MIGRC_FLUSH_OTHER);
 
 /*
  * A batch of read-only unmaps whose TLB shootdown was deferred: its
@@ -91,7 +78,12 @@ TRACE_EVENT(migrc_flush,
 	),
 
 	TP_printk("reason=%s gen=%lu nr_cpus=%u nr_skipped=%u nr_pages=%lu age_us=%lu",
-		  __print_symbolic(__entry->reason, MIGRC_FLUSH_REASONS),
+		  __print_symbolic(__entry->reason,
+				   { MIGRC_FLUSH_ALLOC,		"alloc" },
+				   { MIGRC_FLUSH_WRITE,		"write" },
+				   { MIGRC_FLUSH_TIMEOUT,	"timeout" },
+				   { MIGRC_FLUSH_PRESSURE,	"pressure" },
+				   { MIGRC_FLUSH_OTHER,		"other" }),
 		  __entry->gen, __entry->nr_cpus, __entry->nr_skipped,
 		  __entry->nr_pages, __entry->age_us)
 );

@@ -735,8 +735,6 @@ static void copy_setup_common(struct __test_metadata *_metadata,
 	}
 }
 
-#define SET(path, val)	ASSERT_EQ(0, write_file(path, val)) \
-			TH_LOG("writing '%s' to %s", val, path)
 
 /* ======================================================================== */
 
@@ -888,13 +886,17 @@ TEST_F_TIMEOUT(copy, fallback, TIMEOUT)
 	if (access(FAIL_NEXT, R_OK | W_OK))
 		SKIP(return, "no " FAIL_NEXT " (debugfs not mounted?)");
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 1024, 0));
-	SET(K_MIN_PAGES, "1");
-	SET(K_THREADS, "0");
-	SET(K_BACKEND, "mt");
+	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
+	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+		TH_LOG("writing '%s' to %s", "0", K_THREADS);
+	ASSERT_EQ(0, write_file(K_BACKEND, "mt"))
+		TH_LOG("writing '%s' to %s", "mt", K_BACKEND);
 	move_all(_metadata, &self->b, 0);
 
 	/* Every batch fails: 1024 pages are two batches of 512. */
-	SET(FAIL_NEXT, "1000");
+	ASSERT_EQ(0, write_file(FAIL_NEXT, "1000"))
+		TH_LOG("writing '%s' to %s", "1000", FAIL_NEXT);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 1);
 	read_counters(c1);
@@ -913,7 +915,8 @@ TEST_F_TIMEOUT(copy, fallback, TIMEOUT)
 	ASSERT_EQ(0, d[C_THREADS]);
 
 	/* One failure, then batching works again. */
-	SET(FAIL_NEXT, "1");
+	ASSERT_EQ(0, write_file(FAIL_NEXT, "1"))
+		TH_LOG("writing '%s' to %s", "1", FAIL_NEXT);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 0);
 	read_counters(c1);
@@ -948,10 +951,13 @@ TEST_F_TIMEOUT(copy, off, TIMEOUT)
 	int i, r;
 
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 1024, 0));
-	SET(K_MIN_PAGES, "1");
-	SET(K_BACKEND, "off");
+	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
+	ASSERT_EQ(0, write_file(K_BACKEND, "off"))
+		TH_LOG("writing '%s' to %s", "off", K_BACKEND);
 	if (inject)
-		SET(FAIL_NEXT, "5");
+		ASSERT_EQ(0, write_file(FAIL_NEXT, "5"))
+		TH_LOG("writing '%s' to %s", "5", FAIL_NEXT);
 	read_counters(c0);
 	for (r = 0; r < 2; r++) {
 		moved += move_all(_metadata, &self->b, 1);
@@ -981,10 +987,12 @@ TEST_F_TIMEOUT(copy, min_pages, TIMEOUT)
 	int i;
 
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 100, 0));
-	SET(K_BACKEND, "serial");
+	ASSERT_EQ(0, write_file(K_BACKEND, "serial"))
+		TH_LOG("writing '%s' to %s", "serial", K_BACKEND);
 	move_all(_metadata, &self->b, 0);
 
-	SET(K_MIN_PAGES, "101");
+	ASSERT_EQ(0, write_file(K_MIN_PAGES, "101"))
+		TH_LOG("writing '%s' to %s", "101", K_MIN_PAGES);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 1);
 	read_counters(c1);
@@ -996,7 +1004,8 @@ TEST_F_TIMEOUT(copy, min_pages, TIMEOUT)
 					  cnames[i], d[i]);
 	}
 
-	SET(K_MIN_PAGES, "100");
+	ASSERT_EQ(0, write_file(K_MIN_PAGES, "100"))
+		TH_LOG("writing '%s' to %s", "100", K_MIN_PAGES);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 0);
 	read_counters(c1);
@@ -1037,17 +1046,22 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 	both[0] = cpu0;
 	both[1] = cpu1;
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 1024, 0));
-	SET(K_MIN_PAGES, "1");
-	SET(K_BACKEND, "mt");
+	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
+	ASSERT_EQ(0, write_file(K_BACKEND, "mt"))
+		TH_LOG("writing '%s' to %s", "mt", K_BACKEND);
 	move_all(_metadata, &self->b, 0);
 
 	/* Pinned to node 0: no helper may run on node 1, pull or push. */
 	ASSERT_EQ(0, pin_self(cpu0));
-	SET(K_THREADS, "0");
-	SET(K_POLICY, "pull");
+	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+		TH_LOG("writing '%s' to %s", "0", K_THREADS);
+	ASSERT_EQ(0, write_file(K_POLICY, "pull"))
+		TH_LOG("writing '%s' to %s", "pull", K_POLICY);
 	read_counters(c0);
 	move_all(_metadata, &self->b, 1);
-	SET(K_POLICY, "push");
+	ASSERT_EQ(0, write_file(K_POLICY, "push"))
+		TH_LOG("writing '%s' to %s", "push", K_POLICY);
 	move_all(_metadata, &self->b, 0);
 	read_counters(c1);
 	counters_delta(c0, c1, d);
@@ -1060,8 +1074,10 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 
 	/* copy_threads=1: never a helper, even where one is allowed. */
 	ASSERT_EQ(0, pin_set(both, 2));
-	SET(K_THREADS, "1");
-	SET(K_POLICY, "auto");
+	ASSERT_EQ(0, write_file(K_THREADS, "1"))
+		TH_LOG("writing '%s' to %s", "1", K_THREADS);
+	ASSERT_EQ(0, write_file(K_POLICY, "auto"))
+		TH_LOG("writing '%s' to %s", "auto", K_POLICY);
 	read_counters(c0);
 	move_all(_metadata, &self->b, 1);
 	move_all(_metadata, &self->b, 0);
@@ -1078,11 +1094,12 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 	 * node 1 (or pushing from node 1) can use the idle CPU there.  Idle
 	 * is a moment's state, so a few tries; at most 2 threads a batch.
 	 */
-	SET(K_THREADS, "0");
+	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+		TH_LOG("writing '%s' to %s", "0", K_THREADS);
 	for (i = 0, helped = false; i < 8 && !helped; i++) {
 		ASSERT_EQ(0, pin_self(cpu0));
 		ASSERT_EQ(0, pin_set(both, 2));
-		SET(K_POLICY, i & 1 ? "push" : "pull");
+		ASSERT_EQ(0, write_file(K_POLICY, i & 1 ? "push" : "pull"));
 		if (i & 1)
 			move_all(_metadata, &self->b, 1);
 		read_counters(c0);
@@ -1118,19 +1135,46 @@ FIXTURE_VARIANT(integrity)
 	enum mem_kind mem;
 };
 
-#define INTEGRITY_VARIANT(name, be, m)				\
-	FIXTURE_VARIANT_ADD(integrity, name) {			\
-		.backend = be, .mem = m,			\
-	}
+FIXTURE_VARIANT_ADD(integrity, serial_anon) {
+	.backend = "serial",
+	.mem = MEM_ANON,
+};
 
-INTEGRITY_VARIANT(serial_anon, "serial", MEM_ANON);
-INTEGRITY_VARIANT(serial_thp, "serial", MEM_THP);
-INTEGRITY_VARIANT(serial_memfd, "serial", MEM_SHMEM);
-INTEGRITY_VARIANT(serial_mixed, "serial", MEM_MIXED);
-INTEGRITY_VARIANT(mt_anon, "mt", MEM_ANON);
-INTEGRITY_VARIANT(mt_thp, "mt", MEM_THP);
-INTEGRITY_VARIANT(mt_memfd, "mt", MEM_SHMEM);
-INTEGRITY_VARIANT(mt_mixed, "mt", MEM_MIXED);
+FIXTURE_VARIANT_ADD(integrity, serial_thp) {
+	.backend = "serial",
+	.mem = MEM_THP,
+};
+
+FIXTURE_VARIANT_ADD(integrity, serial_memfd) {
+	.backend = "serial",
+	.mem = MEM_SHMEM,
+};
+
+FIXTURE_VARIANT_ADD(integrity, serial_mixed) {
+	.backend = "serial",
+	.mem = MEM_MIXED,
+};
+
+FIXTURE_VARIANT_ADD(integrity, mt_anon) {
+	.backend = "mt",
+	.mem = MEM_ANON,
+};
+
+FIXTURE_VARIANT_ADD(integrity, mt_thp) {
+	.backend = "mt",
+	.mem = MEM_THP,
+};
+
+FIXTURE_VARIANT_ADD(integrity, mt_memfd) {
+	.backend = "mt",
+	.mem = MEM_SHMEM,
+};
+
+FIXTURE_VARIANT_ADD(integrity, mt_mixed) {
+	.backend = "mt",
+	.mem = MEM_MIXED,
+};
+
 
 FIXTURE_SETUP(integrity)
 {
@@ -1179,10 +1223,14 @@ TEST_F_TIMEOUT(integrity, move, TIMEOUT)
 		     self->b.w ? anon_huge_kb(self->b.w) : -1L);
 	ASSERT_EQ(0, ret) TH_LOG("cannot set up %s memory", mem_names[variant->mem]);
 
-	SET(K_MIN_PAGES, "1");
-	SET(K_THREADS, "0");
-	SET(K_POLICY, "auto");
-	SET(K_BACKEND, variant->backend);
+	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
+	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+		TH_LOG("writing '%s' to %s", "0", K_THREADS);
+	ASSERT_EQ(0, write_file(K_POLICY, "auto"))
+		TH_LOG("writing '%s' to %s", "auto", K_POLICY);
+	ASSERT_EQ(0, write_file(K_BACKEND, variant->backend))
+		TH_LOG("writing '%s' to %s", variant->backend, K_BACKEND);
 
 	/* Start on node 0, then readers and writer on. */
 	move_all(_metadata, &self->b, 0);
