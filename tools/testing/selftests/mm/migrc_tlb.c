@@ -1049,9 +1049,18 @@ TEST_F_TIMEOUT(reuse, freed_source_pages, TEST_TIMEOUT)
 		reuse_helper(&self->e, cmd, ack);
 	publish(&self->e, 0, PUB_EXACT);
 	run_test(_metadata, &self->e, &hz);
-	/* With PFNs readable, make sure that reuse really happened. */
-	if (self->e.pfn_ok)
+	/*
+	 * With PFNs readable, make sure that reuse really happened.  Not with
+	 * migrc on: it frees deferred sources to the tail of the free lists,
+	 * so they are rarely reused before their flush, and that the flush
+	 * comes first when they are is what the debug kernel checks (and the
+	 * inject test of the harness, which frees them untagged to the head).
+	 */
+	if (self->e.pfn_ok && !cmdline_has("migrc=on")) {
 		ASSERT_GT(self->e.reused, 0UL);
+	} else if (!self->e.reused) {
+		TH_LOG("migrc=on: no freed source page was reused during the test");
+	}
 }
 
 /* ---------------------------------------------------------------------- */
