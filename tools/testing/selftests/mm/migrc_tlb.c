@@ -929,7 +929,12 @@ static void report(struct __test_metadata *_metadata, struct env *e,
 		TH_LOG("no page ever changed node: this run tested nothing");
 	ASSERT_GT(e->moves, 0UL);
 	ASSERT_GT(e->checked, 0UL);
-	ASSERT_EQ(e->status_mismatch, 0UL);
+	/*
+	 * A page may legitimately sit elsewhere than move_pages() reported
+	 * by the time it is queried (a write fault after mprotect() may have
+	 * replaced it, for one): logged above, not a failure.  Only what the
+	 * readers saw decides.
+	 */
 	ASSERT_EQ(stale, 0UL);
 }
 
