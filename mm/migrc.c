@@ -226,13 +226,12 @@ void migrc_prep_new_page(struct page *page, unsigned int order)
 	bool found;
 
 	migrc_debug_alloc(page, order);
-	if (!migrc_pending()) {
-		/* Fast path: any tag left on the block is stale. */
-		for (i = 0; i < (1UL << order); i++)
-			if (unlikely(migrc_is_tag(page[i].index)))
-				page[i].index = 0;
+	/*
+	 * Nothing pending: every tag left on the block is already covered
+	 * (migrc_tag_gen() rebuilds it as done), so there is nothing to scan.
+	 */
+	if (!migrc_pending())
 		return;
-	}
 	need = migrc_pages_need(page, order, &found);
 	if (found) {
 		VM_WARN_ONCE(in_interrupt() || irqs_disabled(),
