@@ -15,14 +15,15 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..5"
-# inject BITS FIXTURE NAME: run one fixture of migrc_tlb with the fault.
+echo "1..6"
+# inject BITS FIXTURE NAME [TEST]: run one fixture of a selftest (default
+# migrc_tlb) with the fault.
 inject() {
 	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel debug --topo numa2 \
 		--cpus 2 --append migrc=on --timeout 600 -- sh -c "
 		echo 10000 > /sys/kernel/mm/migrc/max_age_ms
 		echo $1 > /sys/kernel/debug/migrc/inject_skip
-		$top/build/selftests/migrc_tlb -f $2" > "$tmp/$3" 2>&1
+		$top/build/selftests/${4:-migrc_tlb} -f $2" > "$tmp/$3" 2>&1
 	rc=$?
 	grep -E '^(not )?ok|stale [1-9]|migrc_debug' "$tmp/$3" | head -8 | sed 's/^/# /'
 }
@@ -44,6 +45,12 @@ check "skipped write flush: the file_write selftest sees stale data" \
 	grep -q "^not ok" "$tmp/write"
 check "skipped write flush: the debug kernel reports it (status $rc)" \
 	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: pfn' '$tmp/write'"
+
+# The fault-injection tests check the same barrier after failed and
+# concurrent migrations: the write after the move must be seen.
+inject 2 faults faults migrc_faults
+check "skipped write flush: migrc_faults sees stale data" \
+	grep -q "^not ok" "$tmp/faults"
 
 # And nothing injected: the same runs pass on the debug kernel.
 inject 0 reuse none

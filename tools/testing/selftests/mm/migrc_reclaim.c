@@ -896,16 +896,18 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 		return;
 	}
 	/* migrc off: nothing is ever deferred, every counter stays 0. */
-	for (i = 0; i < start_counters.n; i++)
+	for (i = 0; i < start_counters.n; i++) {
 		EXPECT_EQ(start_counters.val[i], 0) {
 			TH_LOG("%s is %lld at program start with migrc off",
 			       start_counters.name[i], start_counters.val[i]);
 		}
-	for (i = 0; i < c1.n; i++)
+	}
+	for (i = 0; i < c1.n; i++) {
 		EXPECT_EQ(c1.val[i], 0) {
 			TH_LOG("%s is %lld with migrc off", c1.name[i],
 			       c1.val[i]);
 		}
+	}
 }
 
 TEST_HARNESS_MAIN

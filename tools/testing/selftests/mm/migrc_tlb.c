@@ -613,11 +613,12 @@ static void start_readers(struct __test_metadata *_metadata, struct env *e)
 		TH_LOG("readers did not start");
 	}
 	e->lagged = 0;
-	for (i = 0; i < e->nreaders; i++)
+	for (i = 0; i < e->nreaders; i++) {
 		ASSERT_EQ(e->readers[i].pin_err, 0) {
 			TH_LOG("cannot pin reader to CPU %d",
 			       e->readers[i].cpu);
 		}
+	}
 }
 
 /* ---------------------------------------------------------------------- */
@@ -802,11 +803,12 @@ static bool env_setup(struct __test_metadata *_metadata, struct env *e,
 	}
 	move_all(e, e->node[0]);
 	e->cur = 0;
-	for (i = 0; i < e->npages; i++)
+	for (i = 0; i < e->npages; i++) {
 		ASSERT_GE(e->where[i], 0) {
 			TH_LOG("move_pages() cannot query page %d: %s", i,
 			       strerror(e->last_errno));
 		}
+	}
 	e->move_calls = e->moves = e->moved_pages = e->move_errors = 0;
 	e->move_partial = e->status_mismatch = 0;
 
@@ -1607,16 +1609,18 @@ TEST_F_TIMEOUT(counters, vmstat, TEST_TIMEOUT)
 		return;
 	}
 	/* migrc off: nothing is ever deferred, every counter stays 0. */
-	for (i = 0; i < start_counters.n; i++)
+	for (i = 0; i < start_counters.n; i++) {
 		EXPECT_EQ(start_counters.val[i], 0) {
 			TH_LOG("%s is %lld at program start with migrc off",
 			       start_counters.name[i], start_counters.val[i]);
 		}
-	for (i = 0; i < c1.n; i++)
+	}
+	for (i = 0; i < c1.n; i++) {
 		EXPECT_EQ(c1.val[i], 0) {
 			TH_LOG("%s is %lld with migrc off", c1.name[i],
 			       c1.val[i]);
 		}
+	}
 }
 
 TEST_HARNESS_MAIN
