@@ -7,14 +7,18 @@ SHELL := /bin/sh
 H := harness
 
 .PHONY: help base sync kernel vanilla debug-kernel kernels selftests tools \
-	check demo bench-copy workload series series-check clean distclean
+	check demo bench bench-copy upstream-mm soak workload series series-check \
+	clean distclean
 
 help:
 	@echo "make kernel        build the patched kernel (build/out/patched)"
 	@echo "make vanilla       build the pristine 6.12 base, same config"
 	@echo "make debug-kernel  patched kernel with the debug fragment"
 	@echo "make demo          boot the tiered VM, run the demo workload, compare"
+	@echo "make bench         every benchmark: build/bench/report.md, README table"
 	@echo "make bench-copy    move_pages() copy throughput tables (numa2 VM)"
+	@echo "make upstream-mm   upstream mm selftests: vanilla / migrc=off / migrc=on"
+	@echo "make soak [SOAK_SECONDS=N]  the soak test (migrc=on, mt copy, tiering, memcg)"
 	@echo "make workload CMD='...'  your workload: vanilla / migrc=off / migrc=on"
 	@echo "make check         every test; ends with 'N passed, N failed'"
 	@echo "make series        export the series to build/series/"
@@ -52,6 +56,16 @@ demo: kernel vanilla selftests
 
 bench-copy: kernel vanilla selftests
 	$(H)/bench-copy
+
+bench: kernel vanilla selftests
+	$(H)/bench
+
+upstream-mm: kernel vanilla base
+	$(H)/upstream-mm
+
+SOAK_SECONDS ?= 600
+soak: kernel selftests
+	$(H)/tests/soak.sh --seconds $(SOAK_SECONDS)
 
 # make workload CMD='./llama-cli -m model.gguf -p hi -n 20' [ARGS='--tiering']
 workload: kernel vanilla selftests

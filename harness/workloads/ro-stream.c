@@ -9,8 +9,13 @@
  * move unmaps read-only pages that the readers' TLBs hold: the shootdowns
  * migrc defers.
  *
- * Prints the readers' throughput and the number of moves; exits 1 if any
- * reader ever saw a wrong word, 2 on a usage or setup error.
+ * With -w it is the write-heavy counterpart: the mapping is writable and
+ * every thread rewrites its own slice with a new generation on each pass and
+ * reads it back.  Migration then finds dirty, writable entries, which migrc
+ * never defers: this run shows what migrc costs where it cannot help.
+ *
+ * Prints the threads' throughput and the number of moves; exits 1 if any
+ * thread ever saw a wrong word, 2 on a usage or setup error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,9 +43,10 @@ static struct {
 	unsigned long max_moves;
 	int node_a, node_b;
 	const char *dir;
-} opt = { 64 << 20, 10, 0, 5, 256, 0, 0, 1, "/tmp" };
+	bool write;
+} opt = { 64 << 20, 10, 0, 5, 256, 0, 0, 1, "/tmp", false };
 
-static const volatile uint64_t *map;
+static volatile uint64_t *map;
 static atomic_bool stop;
 static atomic_ulong bytes_read, bad_words;
 
@@ -48,7 +54,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ro-stream [-s MB] [-t SECONDS] [-n MOVES] [-r READERS] [-i MS]\n"
-		"                 [-c PAGES] [-a NODE] [-b NODE] [-d DIR]\n"
+		"                 [-c PAGES] [-a NODE] [-b NODE] [-d DIR] [-w]\n"
 		"  -s  size of the mapped file in MB (default 64)\n"
 		"  -t  run time in seconds (default 10)\n"
 		"  -n  stop after this many moves, for runs that compare (default: no limit)\n"
@@ -56,7 +62,8 @@ static void usage(FILE *f)
 		"  -i  milliseconds between moves (default 5)\n"
 		"  -c  pages moved per move (default 256)\n"
 		"  -a, -b  the two nodes to move between (default 0 and 1)\n"
-		"  -d  directory for the file (default /tmp)\n");
+		"  -d  directory for the file (default /tmp)\n"
+		"  -w  write-heavy: each thread rewrites and checks its own slice\n");
 }
 
 static double now(void)
@@ -87,6 +94,33 @@ static void *reader(void *arg)
 			if (map[i] != WORD(i))
 				bad++;
 		atomic_fetch_add(&bytes_read, opt.size);
+	}
+	atomic_fetch_add(&bad_words, bad);
+	return NULL;
+}
+
+/*
+ * A writer owns words [first, last) of the mapping: each pass stores a new
+ * generation there and reads it back.
+ */
+static void *writer(void *arg)
+{
+	unsigned long id = (unsigned long)arg;
+	size_t words = opt.size / sizeof(uint64_t);
+	size_t first = words / opt.readers * id;
+	size_t last = id + 1 == opt.readers ? words : first + words / opt.readers;
+	unsigned long bad = 0;
+	uint64_t gen = 0, i;
+
+	pin(id % sysconf(_SC_NPROCESSORS_ONLN));
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		gen++;
+		for (i = first; i < last; i++)
+			map[i] = WORD(i) + gen;
+		for (i = first; i < last; i++)
+			if (map[i] != WORD(i) + gen)
+				bad++;
+		atomic_fetch_add(&bytes_read, 2 * (last - first) * sizeof(uint64_t));
 	}
 	atomic_fetch_add(&bad_words, bad);
 	return NULL;
@@ -132,7 +166,7 @@ int main(int argc, char **argv)
 	int *nodes, *status, fd, c;
 	size_t next = 0;
 
-	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:wh")) != -1) {
 		switch (c) {
 		case 's': opt.size = strtoul(optarg, NULL, 0) << 20; break;
 		case 't': opt.seconds = strtoul(optarg, NULL, 0); break;
@@ -143,6 +177,7 @@ int main(int argc, char **argv)
 		case 'a': opt.node_a = atoi(optarg); break;
 		case 'b': opt.node_b = atoi(optarg); break;
 		case 'd': opt.dir = optarg; break;
+		case 'w': opt.write = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -160,7 +195,8 @@ int main(int argc, char **argv)
 	fd = make_file();
 	if (fd < 0)
 		return 2;
-	map = mmap(NULL, opt.size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	map = mmap(NULL, opt.size, opt.write ? PROT_READ | PROT_WRITE : PROT_READ,
+		   MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (map == MAP_FAILED) {
 		perror("ro-stream: mmap");
 		return 2;
@@ -173,8 +209,8 @@ int main(int argc, char **argv)
 		return 2;
 
 	for (i = 0; i < opt.readers; i++)
-		pthread_create(&threads[i], NULL, reader,
-			       (void *)(unsigned long)(i % nr_cpus));
+		pthread_create(&threads[i], NULL, opt.write ? writer : reader,
+			       (void *)(unsigned long)(opt.write ? i : i % nr_cpus));
 
 	/* The tiering thread: the main thread, on the last CPU. */
 	pin(nr_cpus - 1);
@@ -211,7 +247,8 @@ int main(int argc, char **argv)
 
 	printf("ro-stream: size=%zuMB readers=%u seconds=%.1f moves=%lu pages_moved=%lu pages_not_moved=%lu\n",
 	       opt.size >> 20, opt.readers, elapsed, moves, moved, failed);
-	printf("ro-stream: read_GBps=%.3f bad_words=%lu\n",
+	printf("ro-stream: %s_GBps=%.3f bad_words=%lu\n",
+	       opt.write ? "write" : "read",
 	       atomic_load(&bytes_read) / elapsed / 1e9, atomic_load(&bad_words));
 	if (!moved) {
 		fprintf(stderr, "ro-stream: no page moved: is there a node %d and %d?\n",
