@@ -168,18 +168,42 @@ int main(int argc, char **argv)
 
 	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:wh")) != -1) {
 		switch (c) {
-		case 's': opt.size = strtoul(optarg, NULL, 0) << 20; break;
-		case 't': opt.seconds = strtoul(optarg, NULL, 0); break;
-		case 'n': opt.max_moves = strtoul(optarg, NULL, 0); break;
-		case 'r': opt.readers = strtoul(optarg, NULL, 0); break;
-		case 'i': opt.interval_ms = strtoul(optarg, NULL, 0); break;
-		case 'c': opt.chunk = strtoul(optarg, NULL, 0); break;
-		case 'a': opt.node_a = atoi(optarg); break;
-		case 'b': opt.node_b = atoi(optarg); break;
-		case 'd': opt.dir = optarg; break;
-		case 'w': opt.write = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 's':
+			opt.size = strtoul(optarg, NULL, 0) << 20;
+			break;
+		case 't':
+			opt.seconds = strtoul(optarg, NULL, 0);
+			break;
+		case 'n':
+			opt.max_moves = strtoul(optarg, NULL, 0);
+			break;
+		case 'r':
+			opt.readers = strtoul(optarg, NULL, 0);
+			break;
+		case 'i':
+			opt.interval_ms = strtoul(optarg, NULL, 0);
+			break;
+		case 'c':
+			opt.chunk = strtoul(optarg, NULL, 0);
+			break;
+		case 'a':
+			opt.node_a = atoi(optarg);
+			break;
+		case 'b':
+			opt.node_b = atoi(optarg);
+			break;
+		case 'd':
+			opt.dir = optarg;
+			break;
+		case 'w':
+			opt.write = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc || !opt.size || !opt.seconds || !opt.chunk) {
