@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
+
 #define PAGE	4096UL
 
 static atomic_bool stop;
@@ -82,14 +84,19 @@ static int cmp_u64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : 20000, i;
+	unsigned long n = 20000;
+	size_t i;
 	uint64_t *lat, t0;
 	pthread_t th;
 	char path[] = "/tmp/alloc-lat.XXXXXX";
 	char *buf;
 	int fd;
 
-	if (argc > 2 || !n || (argc > 1 && !strcmp(argv[1], "-h"))) {
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: alloc-lat [PAGES]  (default 20000)\n");
+		return 0;
+	}
+	if (argc > 2 || (argc > 1 && !parse_ul(argv[1], 1, 1UL << 24, &n))) {
 		fprintf(stderr, "usage: alloc-lat [PAGES]  (default 20000)\n");
 		return 2;
 	}

@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
+
 #define CGROOT		"/sys/fs/cgroup"
 #define CG_PATH_MAX	(PATH_MAX / 2)
 #define FILLER		0xdeadbeefcafef00dULL
@@ -419,12 +421,9 @@ static int checksum_file(int fd)
 
 static bool parse_mb(const char *s, size_t *out, bool zero_ok)
 {
-	char *end;
 	unsigned long v;
 
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || end == s || *end || (!v && !zero_ok) || v > (1UL << 20))
+	if (!parse_ul(s, zero_ok ? 0 : 1, 1UL << 20, &v))
 		return false;
 	*out = v << 20;
 	return true;
@@ -444,7 +443,7 @@ int main(int argc, char **argv)
 	struct stat st;
 	double start, elapsed;
 	cpu_set_t set;
-	char *end;
+	unsigned long v;
 	int fd, c, rc = 2;
 
 	while ((c = getopt_long(argc, argv, "f:s:l:p:r:F:qh", longopts,
@@ -462,16 +461,14 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case 'p':
-			errno = 0;
-			opt.passes = strtoul(optarg, &end, 0);
-			if (errno || *end || !opt.passes)
+			if (!parse_ul(optarg, 1, ULONG_MAX, &v))
 				goto bad;
+			opt.passes = v;
 			break;
 		case 'r':
-			errno = 0;
-			opt.readers = strtoul(optarg, &end, 0);
-			if (errno || *end || !opt.readers)
+			if (!parse_ul(optarg, 1, MAX_READERS, &v))
 				goto bad;
+			opt.readers = v;
 			break;
 		case 'F':
 			if (!parse_mb(optarg, &opt.filler, true))

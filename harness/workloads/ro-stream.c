@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
@@ -34,7 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
+
 #define PAGE		4096UL
+#define MAX_THREADS	1024
+#define MAX_NODE	1023	/* MAX_NUMNODES - 1 with NODES_SHIFT 10 */
 #define WORD(i)		((uint64_t)(i) * 0x9e3779b97f4a7c15ULL)
 
 static struct {
@@ -58,12 +63,20 @@ static void usage(FILE *f)
 		"  -s  size of the mapped file in MB (default 64)\n"
 		"  -t  run time in seconds (default 10)\n"
 		"  -n  stop after this many moves, for runs that compare (default: no limit)\n"
-		"  -r  reader threads, one per CPU (default: all CPUs)\n"
+		"  -r  reader threads, one per CPU (default or 0: all CPUs)\n"
 		"  -i  milliseconds between moves (default 5)\n"
 		"  -c  pages moved per move (default 256)\n"
 		"  -a, -b  the two nodes to move between (default 0 and 1)\n"
 		"  -d  directory for the file (default /tmp)\n"
 		"  -w  write-heavy: each thread rewrites and checks its own slice\n");
+}
+
+/* A bad option value: say which, and exit with the usage status. */
+static int bad_value(int c, const char *arg)
+{
+	fprintf(stderr, "ro-stream: invalid -%c value '%s'\n", c, arg);
+	usage(stderr);
+	return 2;
 }
 
 static double now(void)
@@ -158,7 +171,7 @@ static int make_file(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long moves = 0, moved = 0, failed = 0, pages;
+	unsigned long moves = 0, moved = 0, failed = 0, pages, v;
 	unsigned int i, nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	double start, elapsed;
 	pthread_t *threads;
@@ -169,28 +182,43 @@ int main(int argc, char **argv)
 	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:wh")) != -1) {
 		switch (c) {
 		case 's':
-			opt.size = strtoul(optarg, NULL, 0) << 20;
+			if (!parse_ul(optarg, 1, 1UL << 20, &v))
+				return bad_value(c, optarg);
+			opt.size = v << 20;
 			break;
 		case 't':
-			opt.seconds = strtoul(optarg, NULL, 0);
+			if (!parse_ul(optarg, 1, 1UL << 30, &v))
+				return bad_value(c, optarg);
+			opt.seconds = v;
 			break;
 		case 'n':
-			opt.max_moves = strtoul(optarg, NULL, 0);
+			if (!parse_ul(optarg, 0, ULONG_MAX, &opt.max_moves))
+				return bad_value(c, optarg);
 			break;
 		case 'r':
-			opt.readers = strtoul(optarg, NULL, 0);
+			if (!parse_ul(optarg, 0, MAX_THREADS, &v))
+				return bad_value(c, optarg);
+			opt.readers = v;
 			break;
 		case 'i':
-			opt.interval_ms = strtoul(optarg, NULL, 0);
+			if (!parse_ul(optarg, 0, 60000, &v))
+				return bad_value(c, optarg);
+			opt.interval_ms = v;
 			break;
 		case 'c':
-			opt.chunk = strtoul(optarg, NULL, 0);
+			if (!parse_ul(optarg, 1, 1UL << 20, &v))
+				return bad_value(c, optarg);
+			opt.chunk = v;
 			break;
 		case 'a':
-			opt.node_a = atoi(optarg);
+			if (!parse_ul(optarg, 0, MAX_NODE, &v))
+				return bad_value(c, optarg);
+			opt.node_a = v;
 			break;
 		case 'b':
-			opt.node_b = atoi(optarg);
+			if (!parse_ul(optarg, 0, MAX_NODE, &v))
+				return bad_value(c, optarg);
+			opt.node_b = v;
 			break;
 		case 'd':
 			opt.dir = optarg;
@@ -206,8 +234,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !opt.size || !opt.seconds || !opt.chunk) {
+	if (optind != argc) {
+		fprintf(stderr, "ro-stream: unexpected argument '%s'\n",
+			argv[optind]);
 		usage(stderr);
+		return 2;
+	}
+	if (opt.node_a == opt.node_b) {
+		fprintf(stderr, "ro-stream: -a and -b name the same node\n");
 		return 2;
 	}
 	if (!opt.readers)

@@ -78,6 +78,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <numaif.h>
 #include <pthread.h>
 #include <sched.h>
@@ -96,6 +97,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "args.h"
 
 #ifndef __aligned
 #define __aligned(x)		__attribute__((aligned(x)))
@@ -905,19 +908,6 @@ static int setup_file(struct region *r, const char *dir, size_t len,
 	return 0;
 }
 
-static bool parse_ul(const char *s, unsigned long max, unsigned long *out)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || end == s || *end || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static void print_counters(FILE *f, double elapsed, struct reader *readers,
 			   unsigned int nreaders)
 {
@@ -978,24 +968,23 @@ int main(int argc, char **argv)
 				NULL)) != -1) {
 		switch (c) {
 		case 't':
-			if (!parse_ul(optarg, 1UL << 30, &v) || !v)
+			if (!parse_ul(optarg, 1, 1UL << 30, &v))
 				goto bad;
 			opt.seconds = v;
 			break;
 		case 'S':
-			errno = 0;
-			opt.seed = strtoull(optarg, NULL, 0);
-			if (errno)
+			if (!parse_ul(optarg, 0, ULONG_MAX, &v))
 				goto bad;
+			opt.seed = v;
 			opt.seed_set = true;
 			break;
 		case 'a':
-			if (!parse_ul(optarg, 1023, &v))
+			if (!parse_ul(optarg, 0, 1023, &v))
 				goto bad;
 			opt.node_a = v;
 			break;
 		case 'b':
-			if (!parse_ul(optarg, 1023, &v))
+			if (!parse_ul(optarg, 0, 1023, &v))
 				goto bad;
 			opt.node_b = v;
 			break;
@@ -1006,17 +995,17 @@ int main(int argc, char **argv)
 			opt.rdir = optarg;
 			break;
 		case 's':
-			if (!parse_ul(optarg, 1 << 20, &v) || v < 1)
+			if (!parse_ul(optarg, 1, 1 << 20, &v))
 				goto bad;
 			opt.size_mb = v;
 			break;
 		case 'm':
-			if (!parse_ul(optarg, 1 << 20, &v))
+			if (!parse_ul(optarg, 0, 1 << 20, &v))
 				goto bad;
 			opt.reclaim_mb = v;
 			break;
 		case 'r':
-			if (!parse_ul(optarg, MAX_READERS, &v) || !v)
+			if (!parse_ul(optarg, 1, MAX_READERS, &v))
 				goto bad;
 			opt.readers = v;
 			break;

@@ -1,0 +1,83 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The harness workloads refuse bad arguments, TAP output.  Runs on the
+# host: every case below must exit 2, with a message, before the workload
+# creates a file or moves a page; --help/-h must exit 0 and print usage.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+sel=${WORKLOAD_BIN:-$top/build/selftests}	# WORKLOAD_BIN: test other builds
+n=0 fails=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+
+# refused DESC PROGRAM ARGS...: status 2, an argument error on stderr
+# (not some later setup failure, which also exits 2), no results on
+# stdout, and nothing left in the scratch directory the workload was
+# pointed at.
+refused() {
+	desc=$1
+	prog=$2
+	shift 2
+	rm -rf "$tmp/dir" && mkdir "$tmp/dir"
+	"$sel/$prog" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 2 ] && [ ! -s "$tmp/out" ] &&
+	   grep -qE '^usage:|invalid|same node|unexpected argument' "$tmp/err" &&
+	   [ -z "$(ls -A "$tmp/dir")" ]; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+		sed 's/^/# /' "$tmp/err" | head -5
+	fi
+}
+
+# helps DESC PROGRAM ARGS...: status 0 and a usage line on stdout.
+helps() {
+	desc=$1
+	prog=$2
+	shift 2
+	"$sel/$prog" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -q '^usage:' "$tmp/out"; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+	fi
+}
+
+for w in ro-stream soak reclaim-stream alloc-lat; do
+	if [ ! -x "$sel/$w" ]; then
+		echo "Bail out! $sel/$w not built (make selftests)"
+		exit 1
+	fi
+done
+
+echo "TAP version 13"
+echo "1..20"
+d=$tmp/dir
+refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
+refused "ro-stream: size 0" ro-stream -d "$d" -s 0
+refused "ro-stream: negative move count" ro-stream -d "$d" -n -1
+refused "ro-stream: readers not a number" ro-stream -d "$d" -r abc
+refused "ro-stream: empty interval" ro-stream -d "$d" -i ""
+refused "ro-stream: node out of range" ro-stream -d "$d" -b 4096
+refused "ro-stream: both nodes the same" ro-stream -d "$d" -a 1 -b 1
+refused "ro-stream: stray argument" ro-stream -d "$d" extra
+refused "ro-stream: unknown option" ro-stream -d "$d" -q
+helps "ro-stream -h prints usage, status 0" ro-stream -h
+refused "soak: seed not a number" soak -d "$d" -D "$d" -S abc
+refused "soak: 0 seconds" soak -d "$d" -D "$d" -t 0
+refused "soak: too many readers" soak -d "$d" -D "$d" -r 99999
+helps "soak --help prints usage, status 0" soak --help
+refused "reclaim-stream: 0 passes" reclaim-stream -p 0
+refused "reclaim-stream: size with a unit suffix" reclaim-stream -s 5M
+refused "reclaim-stream: readers not a number" reclaim-stream -r x
+refused "alloc-lat: page count with garbage" alloc-lat 12x
+refused "alloc-lat: two arguments" alloc-lat 1 2
+helps "alloc-lat --help prints usage, status 0" alloc-lat --help
+
+[ "$fails" -eq 0 ]
