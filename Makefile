@@ -6,11 +6,12 @@
 SHELL := /bin/sh
 H := harness
 
-.PHONY: help base sync kernel vanilla debug-kernel kernels selftests tools \
+.PHONY: help deps base sync kernel vanilla debug-kernel kernels selftests tools \
 	check demo bench bench-copy upstream-mm soak workload series series-check \
 	clean distclean
 
 help:
+	@echo "make deps          check the Debian packages; as root, install the missing"
 	@echo "make kernel        build the patched kernel (build/out/patched)"
 	@echo "make vanilla       build the pristine 6.12 base, same config"
 	@echo "make debug-kernel  patched kernel with the debug fragment"
@@ -24,10 +25,17 @@ help:
 	@echo "make series        export the series to build/series/"
 	@echo "make series-check  apply, build every step, checkpatch each patch"
 
-base:
+# Everything that builds or boots checks the packages first (harness/deps):
+# as root it installs what is missing, otherwise it prints the apt-get line
+# to run and stops.  Silent in sub-makes when nothing is missing.
+DEPS_QUIET := $(if $(filter 0,$(MAKELEVEL)),,-q)
+deps:
+	@$(H)/deps install $(DEPS_QUIET)
+
+base: deps
 	$(H)/prepare-base --base-only
 
-sync:
+sync: deps
 	$(H)/prepare-base
 
 kernel: sync
@@ -45,10 +53,10 @@ kernels: kernel vanilla
 selftests: sync
 	$(H)/build-selftests
 
-tools:
+tools: deps
 	$(MAKE) -C tools/migrc
 
-check:
+check: deps
 	$(H)/check
 
 demo: kernel vanilla selftests
