@@ -31,6 +31,8 @@
 #define MAX_CPUS		8192
 #define NAMELEN			64
 
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+
 /* ---- small utilities (util.c) ---- */
 
 void *xmalloc(size_t n);
@@ -115,35 +117,32 @@ struct snapshot {
 int snapshot_take(struct snapshot *s, char *err, size_t errlen);
 void snapshot_free(struct snapshot *s);
 
-/* ---- tracepoint format files (tpformat.c) ---- */
+/* ---- tracefs and event formats, through libtracefs/libtraceevent (tracefs.c) ---- */
 
-#define MAX_FIELDS 64
 #define MAX_SYMS 32
 
+struct tep_handle;
+struct tep_event;
+struct tep_record;
+struct trace_seq;
+
+/* One entry of a __print_symbolic() table: { value, "str" }. */
 struct tp_sym {
 	long long value;
 	char str[NAMELEN];
 };
 
-struct tp_format {
-	char name[NAMELEN];
-	long long id;			/* -1 when absent */
-	int nfields;
-	char fields[MAX_FIELDS][NAMELEN];
-	char *print_fmt;		/* malloc'ed, may be NULL */
-};
-
-int parse_tp_format(const char *buf, struct tp_format *out, char *err, size_t errlen);
-void tp_format_free(struct tp_format *f);
-bool tp_has_field(const struct tp_format *f, const char *name);
-int parse_print_symbolic(const char *print_fmt, const char *field,
-			 struct tp_sym *syms, int max);
+const char *tracing_root(bool try_mount);
+const char *tracing_why(void);
+struct tep_handle *tp_open(bool headers, char *err, size_t errlen);
+struct tep_event *tp_parse(struct tep_handle *tep, const char *buf, size_t len,
+			   const char *system, char *err, size_t errlen);
+struct tep_event *tp_load(struct tep_handle *tep, const char *system, const char *name,
+			  char *err, size_t errlen);
+int tp_symbols(struct tep_event *ev, const char *field, struct tp_sym *syms, int max);
+const char *tp_sym_str(const struct tp_sym *syms, int n, long long value,
+		       char *buf, size_t len);
 const char *tlb_reason_name(const char *str, char *buf, size_t len);
-
-/* ---- tracefs (tracefs.c) ---- */
-
-const char *tracefs_root(bool try_mount);
-const char *tracefs_why(void);
 
 /* ---- perf (perf.c) ---- */
 

@@ -19,6 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <event-parse.h>
+
 #include "migrc.h"
 
 struct hw_def {
@@ -38,7 +40,7 @@ static const struct hw_def hw_defs[] = {
 				       PERF_COUNT_HW_CACHE_RESULT_MISS) },
 };
 
-#define NR_HW ((int)(sizeof(hw_defs) / sizeof(hw_defs[0])))
+#define NR_HW ((int)ARRAY_SIZE(hw_defs))
 
 struct fdset {
 	int n;
@@ -121,8 +123,8 @@ static void online_cpus(struct perf_set *p)
 static const char *why_refused(int err, char *buf, size_t len)
 {
 	if (err == EACCES || err == EPERM)
-		snprintf(buf, len, "%s: system-wide counting needs root or CAP_PERFMON, "
-			 "or kernel.perf_event_paranoid <= 0 (it is %d)",
+		snprintf(buf, len,
+			 "%s: system-wide counting needs root or CAP_PERFMON, or kernel.perf_event_paranoid <= 0 (it is %d)",
 			 strerror(err), perf_paranoid());
 	else if (err == ENOENT || err == EOPNOTSUPP || err == EINVAL || err == ENODEV)
 		snprintf(buf, len, "not supported here (%s)", strerror(err));
@@ -166,33 +168,6 @@ static void tp_attr(struct perf_event_attr *a, long long id)
 	a->disabled = 1;
 }
 
-static int load_tlb_flush_format(struct tp_format *f, struct strlist *absent)
-{
-	char path[4096], err[ERRLEN];
-	const char *root = tracefs_root(true);
-	char *buf;
-
-	if (!root) {
-		strlist_addf(absent, "tlb:tlb_flush: %s", tracefs_why());
-		return -1;
-	}
-	snprintf(path, sizeof(path), "%s/events/tlb/tlb_flush/format", root);
-	buf = read_file(path, NULL, err, sizeof(err));
-	if (!buf) {
-		strlist_addf(absent, "tlb:tlb_flush: tracepoint not available (%s)", err);
-		return -1;
-	}
-	if (parse_tp_format(buf, f, err, sizeof(err)) || f->id < 0) {
-		strlist_addf(absent, "tlb:tlb_flush: unusable format file %s (%s)", path,
-			     f->id < 0 ? "no ID line" : err);
-		free(buf);
-		tp_format_free(f);
-		return -1;
-	}
-	free(buf);
-	return 0;
-}
-
 static void set_default_reasons(struct perf_set *p)
 {
 	static const char *const names[] = {
@@ -208,6 +183,32 @@ static void set_default_reasons(struct perf_set *p)
 	}
 }
 
+/* The tlb_flush event id and its reason table, from its format file. */
+static long long load_tlb_flush(struct perf_set *p, struct strlist *absent)
+{
+	const char *root = tracing_root(true);
+	struct tep_handle *tep;
+	struct tep_event *ev;
+	char err[ERRLEN];
+	long long id;
+
+	if (!root) {
+		strlist_addf(absent, "tlb:tlb_flush: %s", tracing_why());
+		return -1;
+	}
+	tep = tp_open(false, err, sizeof(err));
+	ev = tep ? tp_load(tep, "tlb", "tlb_flush", err, sizeof(err)) : NULL;
+	if (!ev) {
+		strlist_addf(absent, "tlb:tlb_flush: %s", err);
+		tep_free(tep);
+		return -1;
+	}
+	id = ev->id;
+	p->nreasons = tp_symbols(ev, "reason", p->reasons, NR_TLB_REASONS_MAX);
+	tep_free(tep);
+	return id;
+}
+
 static void open_flush_reasons(struct perf_set *p, long long id, struct strlist *absent)
 {
 	struct perf_event_attr a;
@@ -219,8 +220,8 @@ static void open_flush_reasons(struct perf_set *p, long long id, struct strlist 
 		snprintf(filter, sizeof(filter), "reason == %lld", p->reasons[i].value);
 		ret = open_per_cpu(p, &a, filter, &p->flush_reason[i]);
 		if (ret) {
-			strlist_addf(absent, "tlb:tlb_flush per-reason split: %s failed: %s; "
-				     "only the total is reported", "PERF_EVENT_IOC_SET_FILTER",
+			strlist_addf(absent,
+				     "tlb:tlb_flush per-reason split: PERF_EVENT_IOC_SET_FILTER failed: %s; only the total is reported",
 				     why_refused(-ret, why, sizeof(why)));
 			for (j = 0; j < i; j++)
 				fdset_close(&p->flush_reason[j]);
@@ -233,31 +234,28 @@ static void open_flush_reasons(struct perf_set *p, long long id, struct strlist 
 static void open_tlb_flush(struct perf_set *p, struct strlist *absent)
 {
 	struct perf_event_attr a;
-	struct tp_format f;
 	char why[ERRLEN];
-	int n, ret;
+	long long id;
+	int ret;
 
-	if (load_tlb_flush_format(&f, absent))
+	id = load_tlb_flush(p, absent);
+	if (id < 0)
 		return;
-	tp_attr(&a, f.id);
+	tp_attr(&a, id);
 	ret = open_per_cpu(p, &a, NULL, &p->flush_total);
 	if (ret) {
 		strlist_addf(absent, "tlb:tlb_flush: perf_event_open refused, %s",
 			     why_refused(-ret, why, sizeof(why)));
-		tp_format_free(&f);
+		p->nreasons = 0;
 		return;
 	}
 	p->have_flush = true;
-	n = parse_print_symbolic(f.print_fmt, "reason", p->reasons, NR_TLB_REASONS_MAX);
-	if (n > 0) {
-		p->nreasons = n;
-	} else {
+	if (p->nreasons <= 0) {
 		set_default_reasons(p);
-		strlist_add(absent, "tlb:tlb_flush reason values: not found in the format "
-			    "file, assumed the Linux 6.12 order (0..4)");
+		strlist_add(absent,
+			    "tlb:tlb_flush reason values: not found in the format file, assumed the Linux 6.12 order (0..4)");
 	}
-	open_flush_reasons(p, f.id, absent);
-	tp_format_free(&f);
+	open_flush_reasons(p, id, absent);
 }
 
 static void hw_attr(struct perf_event_attr *a, uint64_t config)

@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <event-parse.h>
+
 #include "migrc.h"
 
 #define MAX_KV 32
@@ -485,26 +487,23 @@ static int check_events(const char *root)
 	return 0;
 }
 
-static void check_format(const char *root)
+static void check_format(void)
 {
-	char path[4096], err[ERRLEN];
-	struct tp_format f;
-	char *buf;
+	struct tep_handle *tep;
+	struct tep_event *ev;
+	char err[ERRLEN];
 
-	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_FLUSH "/format", root);
-	buf = read_file(path, NULL, err, sizeof(err));
-	if (!buf)
-		return;
-	if (!parse_tp_format(buf, &f, err, sizeof(err))) {
-		if (!tp_has_field(&f, "age_us"))
+	tep = tp_open(false, err, sizeof(err));
+	ev = tep ? tp_load(tep, TP_SYSTEM, TP_FLUSH, err, sizeof(err)) : NULL;
+	if (ev) {
+		if (!tep_find_field(ev, "age_us"))
 			warnmsg("migrc_flush has no age_us field: no age histogram");
-		if (!tp_has_field(&f, "reason"))
+		if (!tep_find_field(ev, "reason"))
 			warnmsg("migrc_flush has no reason field");
-		tp_format_free(&f);
 	} else {
-		warnmsg("%s: %s", path, err);
+		warnmsg("%s", err);
 	}
-	free(buf);
+	tep_free(tep);
 }
 
 static int instance_create(struct instance *in, const char *root)
@@ -607,17 +606,17 @@ static int trace_live(const struct trace_opts *o, struct linebuf *lb,
 		      struct trace_stats *st, int *exit_status)
 {
 	struct instance in = { .pipe_fd = -1 };
-	const char *root = tracefs_root(true);
+	const char *root = tracing_root(true);
 	int ret;
 
 	if (!root) {
-		errmsg("%s; migrc trace needs tracefs", tracefs_why());
-		return strstr(tracefs_why(), "accessible") ? EXIT_SYSERR : EXIT_ABSENT;
+		errmsg("%s; migrc trace needs tracefs", tracing_why());
+		return strstr(tracing_why(), "accessible") ? EXIT_SYSERR : EXIT_ABSENT;
 	}
 	ret = check_events(root);
 	if (ret)
 		return ret;
-	check_format(root);
+	check_format();
 	ret = instance_create(&in, root);
 	if (!ret)
 		ret = record(&in, o->cmd, lb, st, exit_status);

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event-parse.h>
+#include <tracefs.h>
+
 #include "../migrc.h"
 
 static int ntests, nfailed;
@@ -236,55 +239,102 @@ static void test_stat_cpulist(void)
 	   parse_cpu_list("x", &ids, &n, err, sizeof(err)), "cpulist: malformed lists rejected");
 }
 
-/* ---- tracepoint format files ---- */
+/* ---- event formats (libtraceevent) ---- */
+
+static const char *fixpath(const char *name, char *buf, size_t len)
+{
+	char dir[4096];
+
+	snprintf(buf, len, "%s/%s", realpath(fixdir, dir) ? dir : fixdir, name);
+	return buf;
+}
+
+/* Parse a format file that is not in a tracing directory. */
+static struct tep_event *parse_fixture(struct tep_handle *tep, const char *name)
+{
+	char err[ERRLEN] = "";
+	char *buf = fixture(name);
+	struct tep_event *ev = tp_parse(tep, buf, strlen(buf), "tlb", err, sizeof(err));
+
+	if (!ev)
+		diag("%s: %s", name, err);
+	free(buf);
+	return ev;
+}
+
+static bool has_fields(struct tep_event *ev, const char *const *names)
+{
+	for (; *names; names++)
+		if (!tep_find_field(ev, *names))
+			return false;
+	return true;
+}
 
 static void test_tpformat(void)
 {
-	struct tp_sym syms[NR_TLB_REASONS_MAX];
-	struct tp_format f;
-	char err[ERRLEN] = "", name[NAMELEN];
-	char *buf;
+	static const char *const flush_fields[] = {
+		"reason", "gen", "nr_cpus", "nr_skipped", "nr_pages", "age_us", NULL,
+	};
+	struct tp_sym syms[MAX_SYMS];
+	char err[ERRLEN] = "", name[NAMELEN], path[8192];
+	struct tep_format_field *f;
+	struct tep_handle *tep;
+	struct tep_event *ev;
 	int n;
 
-	buf = fixture("tracefs-6.12/events/tlb/tlb_flush/format");
-	ok(!parse_tp_format(buf, &f, err, sizeof(err)) && f.id == 188 && f.nfields == 6 &&
-	   tp_has_field(&f, "reason") && tp_has_field(&f, "pages") &&
-	   !strcmp(f.name, "tlb_flush"), "format: tlb_flush id and fields");
-	n = parse_print_symbolic(f.print_fmt, "reason", syms, NR_TLB_REASONS_MAX);
+	tracefs_set_tracing_dir((char *)fixpath("tracefs-6.12", path, sizeof(path)));
+	tep = tp_open(true, err, sizeof(err));
+	ok(tep && tep_get_header_page_size(tep) == 8,
+	   "format: ring buffer header from events/header_page (%s)", err);
+	ev = tep ? tp_load(tep, "tlb", "tlb_flush", err, sizeof(err)) : NULL;
+	ok(ev && ev->id == 188 && ev->format.nr_fields == 2 && ev->format.nr_common == 4 &&
+	   tep_find_field(ev, "reason") && tep_find_field(ev, "pages") &&
+	   !strcmp(ev->name, "tlb_flush") && !strcmp(ev->system, "tlb"),
+	   "format: tlb_flush id and fields from the tracing directory (%s)", err);
+	n = ev ? tp_symbols(ev, "reason", syms, MAX_SYMS) : -2;
 	ok(n == 5 && syms[3].value == 3 && !strcmp(syms[3].str, "local mm shootdown") &&
 	   syms[4].value == 4, "format: tlb_flush reasons from print fmt (%d)", n);
-	ok(parse_print_symbolic(f.print_fmt, "pages", syms, NR_TLB_REASONS_MAX) == 0,
+	ok(ev && tp_symbols(ev, "pages", syms, MAX_SYMS) == 0,
 	   "format: field without __print_symbolic gives 0");
-	tp_format_free(&f);
-	free(buf);
-	buf = fixture("tlb_flush-format-6.18");
-	ok(!parse_tp_format(buf, &f, err, sizeof(err)) &&
-	   parse_print_symbolic(f.print_fmt, "reason", syms, NR_TLB_REASONS_MAX) == 6 &&
+	ev = tep ? tp_load(tep, "migrc", "migrc_flush", err, sizeof(err)) : NULL;
+	n = ev ? tp_symbols(ev, "reason", syms, MAX_SYMS) : -2;
+	ok(ev && ev->id == 1502 && has_fields(ev, flush_fields) && n == 5 &&
+	   !strcmp(tp_sym_str(syms, n, 0, name, sizeof(name)), "alloc") &&
+	   !strcmp(tp_sym_str(syms, n, 4, name, sizeof(name)), "other") &&
+	   !strcmp(tp_sym_str(syms, n, 9, name, sizeof(name)), "0x9"),
+	   "format: migrc_flush fields and reason names (%d)", n);
+	ok(tep && !tp_load(tep, "migrc", "no_such_event", err, sizeof(err)) &&
+	   strstr(err, "not available"), "format: missing event reported (\"%s\")", err);
+	tep_free(tep);
+
+	tep = tp_open(false, err, sizeof(err));
+	ev = parse_fixture(tep, "tlb_flush-format-6.18");
+	ok(ev && tp_symbols(ev, "reason", syms, MAX_SYMS) == 6 &&
 	   !strcmp(tlb_reason_name(syms[3].str, name, sizeof(name)), "TLB_LOCAL_MM_SHOOTDOWN") &&
 	   !strcmp(tlb_reason_name(syms[5].str, name, sizeof(name)), "TLB_REMOTE_WRONG_CPU"),
 	   "format: newer kernel, 6 reasons, names mapped (%s)", name);
-	tp_format_free(&f);
-	free(buf);
+	tep_free(tep);
 	ok(!strcmp(tlb_reason_name("remote ipi send", name, sizeof(name)), "TLB_REMOTE_SEND_IPI") &&
 	   !strcmp(tlb_reason_name("flush on task switch", name, sizeof(name)),
 		   "TLB_FLUSH_ON_TASK_SWITCH"), "format: reason strings map to enum names");
-	buf = fixture("tlb_flush-format-enum");
-	ok(!parse_tp_format(buf, &f, err, sizeof(err)) &&
-	   parse_print_symbolic(f.print_fmt, "reason", syms, NR_TLB_REASONS_MAX) == -1,
+	tep = tp_open(false, err, sizeof(err));
+	ev = parse_fixture(tep, "tlb_flush-format-enum");
+	ok(ev && tp_symbols(ev, "reason", syms, MAX_SYMS) == -1,
 	   "format: unresolved enum names detected (fallback needed)");
-	tp_format_free(&f);
-	free(buf);
-	buf = fixture("tracefs-6.12/events/migrc/migrc_flush/format");
-	ok(!parse_tp_format(buf, &f, err, sizeof(err)) && f.id == 1502 &&
-	   tp_has_field(&f, "reason") && tp_has_field(&f, "gen") && tp_has_field(&f, "nr_cpus") &&
-	   tp_has_field(&f, "nr_pages") && tp_has_field(&f, "age_us") &&
-	   tp_has_field(&f, "comm"), "format: migrc_flush fields (__data_loc, arrays)");
-	tp_format_free(&f);
-	free(buf);
-	ok(parse_tp_format("name: x\nID: 12\n", &f, err, sizeof(err)) != 0,
-	   "format: file without fields rejected");
-	ok(parse_tp_format("ID: abc\n\tfield:int a;\n", &f, err, sizeof(err)) != 0,
-	   "format: malformed ID rejected");
+	tep_free(tep);
+	tep = tp_open(false, err, sizeof(err));
+	ev = parse_fixture(tep, "migrc_flush-format-string");
+	f = ev ? tep_find_field(ev, "reason") : NULL;
+	ok(f && (f->flags & TEP_FIELD_IS_DYNAMIC) && (f->flags & TEP_FIELD_IS_STRING) &&
+	   tep_find_field(ev, "comm") && (tep_find_field(ev, "comm")->flags & TEP_FIELD_IS_ARRAY) &&
+	   tep_find_field(ev, "age_us") && tp_symbols(ev, "reason", syms, MAX_SYMS) == 0,
+	   "format: migrc_flush with a string reason (__data_loc, arrays)");
+	ok(!tp_parse(tep, "name: x\nID: 12\n", 14, "x", err, sizeof(err)),
+	   "format: file without fields rejected (\"%s\")", err);
+	ok(!tp_parse(tep, "ID: abc\n\tfield:int a;\n", 21, "x", err, sizeof(err)),
+	   "format: malformed ID rejected (\"%s\")", err);
+	tep_free(tep);
+	tracefs_set_tracing_dir(NULL);
 }
 
 /* ---- JSON ---- */
