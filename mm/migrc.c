@@ -101,14 +101,6 @@ static inline bool migrc_injected(u32 what) { return false; }
 static void migrc_timeout_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(migrc_timeout_work, migrc_timeout_fn);
 
-static const enum vm_event_item migrc_flush_event[NR_MIGRC_FLUSH_REASONS] = {
-	[MIGRC_FLUSH_ALLOC]	= MIGRC_FLUSHES_ALLOC,
-	[MIGRC_FLUSH_WRITE]	= MIGRC_FLUSHES_WRITE,
-	[MIGRC_FLUSH_TIMEOUT]	= MIGRC_FLUSHES_TIMEOUT,
-	[MIGRC_FLUSH_PRESSURE]	= MIGRC_FLUSHES_PRESSURE,
-	[MIGRC_FLUSH_OTHER]	= MIGRC_FLUSHES_OTHER,
-};
-
 /* Called with the lock held; the caller has checked that work is pending. */
 static void __migrc_flush(enum migrc_flush_reason reason)
 {
@@ -132,7 +124,8 @@ static void __migrc_flush(enum migrc_flush_reason reason)
 	age_us = jiffies_to_usecs(jiffies - migrc_pending_batch.oldest);
 	trace_migrc_flush(reason, gen, targeted, skipped,
 			  migrc_pending_batch.nr_pages, age_us);
-	count_vm_event(migrc_flush_event[reason]);
+	/* One list (migrc_types.h) makes the counters follow the reasons. */
+	count_vm_event(MIGRC_FLUSHES_ALLOC + reason);
 	count_vm_events(MIGRC_FLUSHED_PAGES, migrc_pending_batch.nr_pages);
 	count_vm_events(MIGRC_CPUS_TARGETED, targeted);
 	count_vm_events(MIGRC_CPUS_SKIPPED, skipped);

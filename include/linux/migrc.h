@@ -14,24 +14,18 @@
 #include <linux/mm_types.h>
 #include <linux/cpumask.h>
 #include <linux/migrate_mode.h>
+#include <linux/migrc_types.h>
 
 struct page;
 struct folio;
 struct vm_area_struct;
 struct arch_tlbflush_unmap_batch;
 
-/* The reason a reclaim batch reports, next to the migrate_reason values. */
-#define MIGRC_REASON_RECLAIM	MR_TYPES
-
-/* Why a deferred flush was finally performed. */
-enum migrc_flush_reason {
-	MIGRC_FLUSH_ALLOC,	/* a tagged page is leaving the allocator */
-	MIGRC_FLUSH_WRITE,	/* something may write data a stale entry reads */
-	MIGRC_FLUSH_TIMEOUT,	/* the oldest deferral reached max_age_ms */
-	MIGRC_FLUSH_PRESSURE,	/* more than max_pending_pages were deferred */
-	MIGRC_FLUSH_OTHER,	/* page isolation, offlining, a busy source */
-	NR_MIGRC_FLUSH_REASONS
-};
+/*
+ * A reclaim batch has no migrate_reason; it reports this value instead,
+ * which no enum migrate_reason value can take.
+ */
+#define MIGRC_REASON_RECLAIM	(-1)
 
 /*
  * Generations.  Every batch of deferred shootdowns gets the next value of a

@@ -7,12 +7,33 @@
 
 #include <linux/tracepoint.h>
 #include <linux/migrc.h>
+#include <linux/migrate.h>
 
-TRACE_DEFINE_ENUM(MIGRC_FLUSH_ALLOC);
-TRACE_DEFINE_ENUM(MIGRC_FLUSH_WRITE);
-TRACE_DEFINE_ENUM(MIGRC_FLUSH_TIMEOUT);
-TRACE_DEFINE_ENUM(MIGRC_FLUSH_PRESSURE);
-TRACE_DEFINE_ENUM(MIGRC_FLUSH_OTHER);
+#ifndef __MIGRC_REASON_NAME
+#define __MIGRC_REASON_NAME
+/* A batch's reason by name, from upstream's one list (trace/events/migrate.h). */
+static inline const char *migrc_reason_name(int reason)
+{
+	if (reason == MIGRC_REASON_RECLAIM)
+		return "reclaim";
+	if (reason >= 0 && reason < MR_TYPES)
+		return migrate_reason_names[reason];
+	return "unknown";
+}
+#endif
+
+/* Export the flush reasons to user space, then map them to their names. */
+#undef EM
+#undef EMe
+#define EM(NAME, name)	TRACE_DEFINE_ENUM(MIGRC_FLUSH_##NAME);
+#define EMe(NAME, name)	TRACE_DEFINE_ENUM(MIGRC_FLUSH_##NAME);
+
+MIGRC_FLUSH_REASONS(EM, EMe)
+
+#undef EM
+#undef EMe
+#define EM(NAME, name)	{ MIGRC_FLUSH_##NAME, #name },
+#define EMe(NAME, name)	{ MIGRC_FLUSH_##NAME, #name }
 
 /*
  * A batch of read-only unmaps whose TLB shootdown was deferred: its
@@ -31,6 +52,7 @@ TRACE_EVENT(migrc_defer,
 		__field(unsigned long,	nr_pages)
 		__field(unsigned int,	nr_cpus)
 		__field(int,		reason)
+		__string(reason_name,	migrc_reason_name(reason))
 	),
 
 	TP_fast_assign(
@@ -38,11 +60,12 @@ TRACE_EVENT(migrc_defer,
 		__entry->nr_pages	= nr_pages;
 		__entry->nr_cpus	= nr_cpus;
 		__entry->reason		= reason;
+		__assign_str(reason_name);
 	),
 
-	TP_printk("gen=%lu nr_pages=%lu nr_cpus=%u migrate_reason=%d",
+	TP_printk("gen=%lu nr_pages=%lu nr_cpus=%u reason=%s",
 		  __entry->gen, __entry->nr_pages, __entry->nr_cpus,
-		  __entry->reason)
+		  __get_str(reason_name))
 );
 
 /*
@@ -79,11 +102,7 @@ TRACE_EVENT(migrc_flush,
 
 	TP_printk("reason=%s gen=%lu nr_cpus=%u nr_skipped=%u nr_pages=%lu age_us=%lu",
 		  __print_symbolic(__entry->reason,
-				   { MIGRC_FLUSH_ALLOC,		"alloc" },
-				   { MIGRC_FLUSH_WRITE,		"write" },
-				   { MIGRC_FLUSH_TIMEOUT,	"timeout" },
-				   { MIGRC_FLUSH_PRESSURE,	"pressure" },
-				   { MIGRC_FLUSH_OTHER,		"other" }),
+				   MIGRC_FLUSH_REASONS(EM, EMe)),
 		  __entry->gen, __entry->nr_cpus, __entry->nr_skipped,
 		  __entry->nr_pages, __entry->age_us)
 );
