@@ -42,7 +42,6 @@ char *xstrdup(const char *s);
 void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void warnmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *read_file(const char *path, size_t *lenp, char *err, size_t errlen);
-int write_file_str(const char *path, const char *s);
 const char *proc_root(void);
 const char *proc_path(const char *rel, char *buf, size_t len);
 bool parse_u64(const char *s, const char **end, uint64_t *out);
@@ -124,6 +123,7 @@ void snapshot_free(struct snapshot *s);
 struct tep_handle;
 struct tep_event;
 struct tep_record;
+struct tep_format_field;
 struct trace_seq;
 
 /* One entry of a __print_symbolic() table: { value, "str" }. */
@@ -291,6 +291,24 @@ struct trace_stats {
 int parse_trace_line(const char *line, char *event, size_t evlen,
 		     struct trace_kv *kv, int maxkv);
 void trace_account_line(struct trace_stats *st, const char *line);
+
+/* The recorded events of a parser handle and the fields accounting reads. */
+struct trace_events {
+	struct tep_event *flush;
+	struct tep_event *defer;
+	struct tep_format_field *reason;
+	struct tep_format_field *pages;
+	struct tep_format_field *cpus;
+	struct tep_format_field *age;
+	struct tep_format_field *defer_pages;
+	int nsyms;			/* reason names of an integer reason */
+	struct tp_sym syms[MAX_SYMS];
+};
+
+void trace_events_init(struct trace_events *te, struct tep_handle *tep);
+void trace_account_record(struct trace_stats *st, const struct trace_events *te,
+			  struct tep_event *ev, struct tep_record *rec);
+void trace_record_text(struct trace_seq *s, struct tep_event *ev, struct tep_record *rec);
 int age_bucket(uint64_t us);
 void trace_print(FILE *f, const struct trace_stats *st);
 

@@ -5,15 +5,18 @@
  * then print the flush reasons and a log2 histogram of how long pages stayed
  * deferred (the flush event's age_us field).
  *
- * Trace lines are parsed generically: "... <ts>: <event>: key=value ...",
- * which matches both tracefs "trace"/"trace_pipe" and "trace-cmd report".
+ * Recording goes through libtracefs (instance, events, raw per-CPU buffers)
+ * and libtraceevent (fields of each record, the reason names from the
+ * format's __print_symbolic() table), as tools/tracing/rtla does.
+ *
+ * Saved text traces (-i) are parsed generically: "... <ts>: <event>:
+ * key=value ...", which matches tracefs "trace"/"trace_pipe", "trace-cmd
+ * report" and what -o writes.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include <event-parse.h>
+#include <tracefs.h>
 
 #include "migrc.h"
 
@@ -46,29 +50,26 @@ struct trace_opts {
 	int ncmd;
 };
 
-static volatile sig_atomic_t term_requested;
-
 static void trace_usage(FILE *f)
 {
-	fprintf(f,
-"usage: migrc trace [-o RAW.txt] [--json FILE.json] -- COMMAND [ARGS...]\n"
-"       migrc trace -i TRACE.txt [--json FILE.json]\n"
-"\n"
-"Record the migrc tracepoints (events/migrc/migrc_defer, migrc_flush) in a\n"
-"private tracefs instance while COMMAND runs, then print the flush reasons\n"
-"and a log2 histogram of the flush age (age_us: how long pages stayed\n"
-"deferred).  -i analyses a saved text trace (tracefs \"trace\" file,\n"
-"trace_pipe output, or 'trace-cmd report' output) instead.\n"
-"\n"
-"  -o, --output FILE    save the raw trace text (can be re-read with -i)\n"
-"  -j, --json FILE      write the summary as JSON\n"
-"  -i, --input FILE     analyse FILE instead of recording\n"
-"  -h, --help           this help\n"
-"\n"
-"Exit: 0 ok (the command's own status is printed), 1 usage, 2 system error\n"
-"(e.g. not root: a tracefs instance cannot be created), 3 tracefs or the\n"
-"migrc tracepoints are absent (kernel without migrc).\n"
-"Environment: MIGRC_TRACEFS overrides the tracefs mount point.\n");
+	fputs("usage: migrc trace [-o RAW.txt] [--json FILE.json] -- COMMAND [ARGS...]\n"
+	      "       migrc trace -i TRACE.txt [--json FILE.json]\n"
+	      "\n"
+	      "Record the migrc tracepoints (events/migrc/migrc_defer, migrc_flush) in a\n"
+	      "private tracefs instance while COMMAND runs, then print the flush reasons\n"
+	      "and a log2 histogram of the flush age (age_us: how long pages stayed\n"
+	      "deferred).  -i analyses a saved text trace (tracefs \"trace\" file,\n"
+	      "trace_pipe output, or 'trace-cmd report' output) instead.\n"
+	      "\n"
+	      "  -o, --output FILE    save the raw trace text (can be re-read with -i)\n"
+	      "  -j, --json FILE      write the summary as JSON\n"
+	      "  -i, --input FILE     analyse FILE instead of recording\n"
+	      "  -h, --help           this help\n"
+	      "\n"
+	      "Exit: 0 ok (the command's own status is printed), 1 usage, 2 system error\n"
+	      "(e.g. not root: a tracefs instance cannot be created), 3 tracefs or the\n"
+	      "migrc tracepoints are absent (kernel without migrc).\n"
+	      "Environment: MIGRC_TRACEFS overrides the tracefs mount point.\n", f);
 }
 
 /* ---- line parsing ---- */
@@ -205,31 +206,39 @@ static struct trace_reason *reason_slot(struct trace_stats *st, const char *name
 	for (i = 0; i < st->nreasons; i++)
 		if (!strcmp(st->reasons[i].name, name))
 			return &st->reasons[i];
-	if (st->nreasons == (int)(sizeof(st->reasons) / sizeof(st->reasons[0])))
+	if (st->nreasons == (int)ARRAY_SIZE(st->reasons))
 		return &st->reasons[st->nreasons - 1];	/* overflow bucket */
 	snprintf(st->reasons[st->nreasons].name, NAMELEN, "%s", name);
 	return &st->reasons[st->nreasons++];
 }
 
-static void account_flush(struct trace_stats *st, const struct trace_kv *kv, int n)
+static void account_flush(struct trace_stats *st, const char *reason, uint64_t pages,
+			  uint64_t cpus, bool has_age, uint64_t age)
 {
-	const char *reason = kv_get(kv, n, "reason");
 	struct trace_reason *r = reason_slot(st, reason ? reason : "(no reason field)");
-	uint64_t pages = 0, cpus = 0, age;
 
-	kv_u64(kv, n, "nr_pages", &pages);
-	kv_u64(kv, n, "nr_cpus", &cpus);
 	st->flush_events++;
 	st->flush_pages += pages;
 	r->count++;
 	r->pages += pages;
 	r->cpus += cpus;
-	if (!kv_u64(kv, n, "age_us", &age)) {
+	if (!has_age) {
 		st->no_age++;
 		return;
 	}
 	st->age_count[age_bucket(age)]++;
 	st->age_pages[age_bucket(age)] += pages;
+}
+
+static void account_flush_kv(struct trace_stats *st, const struct trace_kv *kv, int n)
+{
+	uint64_t pages = 0, cpus = 0, age = 0;
+	bool has_age;
+
+	kv_u64(kv, n, "nr_pages", &pages);
+	kv_u64(kv, n, "nr_cpus", &cpus);
+	has_age = kv_u64(kv, n, "age_us", &age);
+	account_flush(st, kv_get(kv, n, "reason"), pages, cpus, has_age, age);
 }
 
 void trace_account_line(struct trace_stats *st, const char *line)
@@ -252,8 +261,92 @@ void trace_account_line(struct trace_stats *st, const char *line)
 		if (kv_u64(kv, n, "nr_pages", &pages))
 			st->defer_pages += pages;
 	} else if (!strcmp(event, TP_FLUSH)) {
-		account_flush(st, kv, n);
+		account_flush_kv(st, kv, n);
 	}
+}
+
+/* ---- records (libtraceevent) ---- */
+
+/* Find the recorded events and the fields accounting reads, in @tep. */
+void trace_events_init(struct trace_events *te, struct tep_handle *tep)
+{
+	memset(te, 0, sizeof(*te));
+	te->flush = tep_find_event_by_name(tep, TP_SYSTEM, TP_FLUSH);
+	te->defer = tep_find_event_by_name(tep, TP_SYSTEM, TP_DEFER);
+	if (te->defer)
+		te->defer_pages = tep_find_field(te->defer, "nr_pages");
+	if (!te->flush)
+		return;
+	te->reason = tep_find_field(te->flush, "reason");
+	te->pages = tep_find_field(te->flush, "nr_pages");
+	te->cpus = tep_find_field(te->flush, "nr_cpus");
+	te->age = tep_find_field(te->flush, "age_us");
+	if (te->reason && !(te->reason->flags & TEP_FIELD_IS_STRING))
+		te->nsyms = tp_symbols(te->flush, "reason", te->syms, MAX_SYMS);
+}
+
+static bool field_u64(struct tep_format_field *f, struct tep_record *rec, uint64_t *out)
+{
+	unsigned long long v;
+
+	if (!f || tep_read_number_field(f, rec->data, &v))
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The reason's name: the string itself, or the integer's symbolic name. */
+static const char *flush_reason(const struct trace_events *te, struct tep_record *rec,
+				char *buf, size_t len)
+{
+	uint64_t v;
+	char *str;
+	int n = 0;
+
+	if (!te->reason)
+		return NULL;
+	if (te->reason->flags & TEP_FIELD_IS_STRING) {
+		str = tep_get_field_raw(NULL, te->flush, "reason", rec, &n, 0);
+		snprintf(buf, len, "%.*s", str ? n : 0, str ? str : "");
+		return buf;
+	}
+	if (!field_u64(te->reason, rec, &v))
+		return NULL;
+	if (te->reason->size == 4 && (te->reason->flags & TEP_FIELD_IS_SIGNED))
+		v = (int32_t)v;		/* the kernel's "int reason" */
+	if (te->nsyms > 0)
+		return tp_sym_str(te->syms, te->nsyms, (long long)v, buf, len);
+	snprintf(buf, len, "%lld", (long long)v);
+	return buf;
+}
+
+void trace_account_record(struct trace_stats *st, const struct trace_events *te,
+			  struct tep_event *ev, struct tep_record *rec)
+{
+	uint64_t pages = 0, cpus = 0, age = 0;
+	char buf[NAMELEN];
+	bool has_age;
+
+	if (ev == te->defer) {
+		st->defer_events++;
+		if (field_u64(te->defer_pages, rec, &pages))
+			st->defer_pages += pages;
+		return;
+	}
+	if (ev != te->flush)
+		return;
+	field_u64(te->pages, rec, &pages);
+	field_u64(te->cpus, rec, &cpus);
+	has_age = field_u64(te->age, rec, &age);
+	account_flush(st, flush_reason(te, rec, buf, sizeof(buf)), pages, cpus, has_age, age);
+}
+
+/* A record as a line of the tracefs "trace" file, which -i reads back. */
+void trace_record_text(struct trace_seq *s, struct tep_event *ev, struct tep_record *rec)
+{
+	tep_print_event(ev->tep, s, rec, "%16s-%-7d [%03d] %s %6.1000d: %s: %s\n",
+			TEP_PRINT_COMM, TEP_PRINT_PID, TEP_PRINT_CPU, TEP_PRINT_LATENCY,
+			TEP_PRINT_TIME, TEP_PRINT_NAME, TEP_PRINT_INFO);
 }
 
 /* ---- output ---- */
@@ -434,121 +527,135 @@ static void feed_flush(struct linebuf *lb, struct trace_stats *st)
 	}
 }
 
-/* ---- live recording ---- */
+/* ---- live recording (libtracefs) ---- */
 
-struct instance {
-	char dir[4096];
-	bool created;
-	int pipe_fd;
+struct live {
+	const char *root;
+	struct tep_handle *tep;
+	struct tracefs_instance *inst;
+	char name[64];
+	struct trace_events te;
+	struct trace_stats *st;
+	FILE *raw;
+	struct trace_seq seq;
+	uint64_t lost;
+	bool lost_unknown;
+	bool read_failed;
 };
 
-static int instance_write(struct instance *in, const char *rel, const char *val)
+static int on_record(struct tep_event *ev, struct tep_record *rec, int cpu, void *data)
 {
-	char path[4200];
-	int ret;
+	struct live *l = data;
 
-	snprintf(path, sizeof(path), "%s/%s", in->dir, rel);
-	ret = write_file_str(path, val);
-	if (ret)
-		errmsg("cannot write '%s' to %s: %s", val, path, strerror(-ret));
-	return ret;
+	(void)cpu;
+	if (rec->missed_events > 0)
+		l->lost += rec->missed_events;
+	else if (rec->missed_events < 0)
+		l->lost_unknown = true;
+	trace_account_record(l->st, &l->te, ev, rec);
+	if (l->raw) {
+		trace_seq_reset(&l->seq);
+		trace_record_text(&l->seq, ev, rec);
+		trace_seq_do_fprintf(&l->seq, l->raw);
+	}
+	return 0;
 }
 
-static void instance_destroy(struct instance *in)
+static void drain(struct live *l)
 {
-	char path[4200];
-
-	if (in->pipe_fd >= 0)
-		close(in->pipe_fd);
-	in->pipe_fd = -1;
-	if (!in->created)
-		return;
-	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/enable", in->dir);
-	write_file_str(path, "0");
-	if (rmdir(in->dir))
-		warnmsg("could not remove tracefs instance %s: %s", in->dir, strerror(errno));
-	in->created = false;
+	if (l->raw)
+		tracefs_load_cmdlines(NULL, l->tep);	/* task names for -o */
+	if (tracefs_iterate_raw_events(l->tep, l->inst, NULL, 0, on_record, l) &&
+	    !l->read_failed) {
+		errmsg("cannot read the trace buffers of %s/instances/%s", l->root, l->name);
+		l->read_failed = true;
+	}
 }
 
-static int check_events(const char *root)
+static bool event_exists(struct live *l, const char *event)
 {
 	char path[4096];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_FLUSH, root);
-	if (stat(path, &st)) {
-		errmsg("the migrc tracepoints are absent: %s not found (kernel without "
-		       "migrc, or CONFIG_MIGRC off)", path);
-		return EXIT_ABSENT;
-	}
-	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_DEFER, root);
-	if (stat(path, &st))
-		warnmsg("%s not found; only migrc_flush will be recorded", path);
-	return 0;
+	snprintf(path, sizeof(path), "%s/events/%s/%s", l->root, TP_SYSTEM, event);
+	return !stat(path, &st);
 }
 
-static void check_format(void)
+/* Parse the formats of the events to record; 0 or an exit code. */
+static int load_events(struct live *l)
 {
-	struct tep_handle *tep;
-	struct tep_event *ev;
 	char err[ERRLEN];
 
-	tep = tp_open(false, err, sizeof(err));
-	ev = tep ? tp_load(tep, TP_SYSTEM, TP_FLUSH, err, sizeof(err)) : NULL;
-	if (ev) {
-		if (!tep_find_field(ev, "age_us"))
-			warnmsg("migrc_flush has no age_us field: no age histogram");
-		if (!tep_find_field(ev, "reason"))
-			warnmsg("migrc_flush has no reason field");
-	} else {
-		warnmsg("%s", err);
+	if (!event_exists(l, TP_FLUSH)) {
+		errmsg("the migrc tracepoints are absent: %s/events/%s/%s not found (%s)",
+		       l->root, TP_SYSTEM, TP_FLUSH, "kernel without migrc, or CONFIG_MIGRC off");
+		return EXIT_ABSENT;
 	}
-	tep_free(tep);
-}
-
-static int instance_create(struct instance *in, const char *root)
-{
-	char path[4200];
-
-	snprintf(in->dir, sizeof(in->dir), "%s/instances/migrc-%d", root, (int)getpid());
-	if (mkdir(in->dir, 0755)) {
-		errmsg("cannot create tracefs instance %s: %s%s", in->dir, strerror(errno),
-		       (errno == EACCES || errno == EPERM) ? " (needs root)" : "");
+	l->tep = tp_open(true, err, sizeof(err));
+	if (!l->tep || !tp_load(l->tep, TP_SYSTEM, TP_FLUSH, err, sizeof(err))) {
+		errmsg("%s:%s: %s", TP_SYSTEM, TP_FLUSH, err);
 		return EXIT_SYSERR;
 	}
-	in->created = true;
-	instance_write(in, "buffer_size_kb", "8192");
-	if (instance_write(in, "events/" TP_SYSTEM "/" TP_FLUSH "/enable", "1"))
-		return EXIT_SYSERR;
-	snprintf(path, sizeof(path), "%s/events/" TP_SYSTEM "/" TP_DEFER "/enable", in->dir);
-	if (!access(path, F_OK) &&
-	    instance_write(in, "events/" TP_SYSTEM "/" TP_DEFER "/enable", "1"))
-		return EXIT_SYSERR;
-	snprintf(path, sizeof(path), "%s/trace_pipe", in->dir);
-	in->pipe_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (in->pipe_fd < 0) {
-		errmsg("cannot open %s: %s", path, strerror(errno));
-		return EXIT_SYSERR;
-	}
+	if (!event_exists(l, TP_DEFER))
+		warnmsg("%s/events/%s/%s not found; only %s will be recorded",
+			l->root, TP_SYSTEM, TP_DEFER, TP_FLUSH);
+	else if (!tp_load(l->tep, TP_SYSTEM, TP_DEFER, err, sizeof(err)))
+		warnmsg("%s:%s: %s; only %s will be recorded", TP_SYSTEM, TP_DEFER, err, TP_FLUSH);
+	trace_events_init(&l->te, l->tep);
+	if (!l->te.age)
+		warnmsg("%s has no age_us field: no age histogram", TP_FLUSH);
+	if (!l->te.reason)
+		warnmsg("%s has no reason field", TP_FLUSH);
 	return 0;
 }
 
-static void drain(struct instance *in, struct linebuf *lb, struct trace_stats *st)
+static int enable_event(struct live *l, const char *event)
 {
-	char buf[65536];
-	ssize_t r;
-
-	while ((r = read(in->pipe_fd, buf, sizeof(buf))) > 0)
-		feed(lb, st, buf, r);
+	errno = 0;
+	if (!tracefs_event_enable(l->inst, TP_SYSTEM, event))
+		return 0;
+	errmsg("cannot enable %s:%s in tracefs instance %s/instances/%s%s%s", TP_SYSTEM, event,
+	       l->root, l->name, errno ? ": " : "", errno ? strerror(errno) : "");
+	return EXIT_SYSERR;
 }
 
-static void on_term(int sig)
+/* A private instance, so that the user's own tracing is undisturbed. */
+static int instance_create(struct live *l)
 {
-	(void)sig;
-	term_requested = 1;
+	snprintf(l->name, sizeof(l->name), "migrc-%d", (int)getpid());
+	errno = 0;
+	l->inst = tracefs_instance_create(l->name);
+	if (!l->inst || !tracefs_instance_is_new(l->inst)) {
+		errmsg("cannot create tracefs instance %s/instances/%s: %s%s", l->root, l->name,
+		       l->inst ? "it exists already" : strerror(errno),
+		       (errno == EACCES || errno == EPERM) ? " (needs root)" : "");
+		tracefs_instance_free(l->inst);
+		l->inst = NULL;
+		return EXIT_SYSERR;
+	}
+	if (tracefs_instance_set_buffer_size(l->inst, 8192, -1))
+		warnmsg("cannot set buffer_size_kb of tracefs instance %s/instances/%s",
+			l->root, l->name);
+	if (enable_event(l, TP_FLUSH))
+		return EXIT_SYSERR;
+	if (l->te.defer && enable_event(l, TP_DEFER))
+		return EXIT_SYSERR;
+	return 0;
 }
 
-static pid_t spawn(char **cmd)
+static void instance_destroy(struct live *l)
+{
+	if (!l->inst)
+		return;
+	tracefs_event_disable(l->inst, TP_SYSTEM, NULL);
+	if (tracefs_instance_destroy(l->inst))
+		warnmsg("could not remove tracefs instance %s/instances/%s: %s", l->root, l->name,
+			strerror(errno));
+	tracefs_instance_free(l->inst);
+	l->inst = NULL;
+}
+
+static pid_t spawn(char **cmd, const sigset_t *mask)
 {
 	pid_t pid = fork();
 
@@ -556,6 +663,8 @@ static pid_t spawn(char **cmd)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
+		sigprocmask(SIG_SETMASK, mask, NULL);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "migrc: error: cannot execute '%s': %s\n", cmd[0],
 			strerror(errno));
@@ -564,63 +673,74 @@ static pid_t spawn(char **cmd)
 	return pid;
 }
 
-static int record(struct instance *in, char **cmd, struct linebuf *lb,
-		  struct trace_stats *st, int *exit_status)
+/*
+ * Read the buffers every 200 ms while the command runs.  SIGCHLD and
+ * SIGTERM stay blocked and are taken with sigtimedwait(): the first ends
+ * the wait early when the command exits, the second is passed on to it.
+ */
+static int record(struct live *l, char **cmd, int *exit_status)
 {
-	struct sigaction sa;
-	struct pollfd pfd;
+	const struct timespec tick = { 0, 200 * 1000 * 1000 };
+	sigset_t block, old;
 	int status;
-	pid_t pid;
+	pid_t pid, w;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_term;
-	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	pid = spawn(cmd);
+	signal(SIGCHLD, SIG_DFL);	/* not SIG_IGN: waitpid() needs the child */
+	sigemptyset(&block);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	pid = spawn(cmd, &old);
 	if (pid < 0) {
 		errmsg("fork: %s", strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EXIT_SYSERR;
 	}
-	pfd.fd = in->pipe_fd;
-	pfd.events = POLLIN;
 	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
+		w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
 			break;
-		if (term_requested) {
-			kill(pid, SIGTERM);
-			term_requested = 0;
+		if (w < 0 && errno != EINTR) {
+			errmsg("waitpid: %s", strerror(errno));
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return EXIT_SYSERR;
 		}
-		if (poll(&pfd, 1, 200) > 0)
-			drain(in, lb, st);
+		drain(l);
+		if (sigtimedwait(&block, NULL, &tick) == SIGTERM)
+			kill(pid, SIGTERM);
 	}
-	instance_write(in, "events/" TP_SYSTEM "/enable", "0");
-	drain(in, lb, st);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	tracefs_event_disable(l->inst, TP_SYSTEM, NULL);
+	drain(l);
+	if (l->lost || l->lost_unknown)
+		warnmsg("the trace buffers overflowed: %s%llu events lost",
+			l->lost_unknown ? "at least " : "", (unsigned long long)l->lost);
 	*exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	return 0;
+	return l->read_failed ? EXIT_SYSERR : 0;
 }
 
-static int trace_live(const struct trace_opts *o, struct linebuf *lb,
-		      struct trace_stats *st, int *exit_status)
+static int trace_live(const struct trace_opts *o, FILE *raw, struct trace_stats *st,
+		      int *exit_status)
 {
-	struct instance in = { .pipe_fd = -1 };
-	const char *root = tracing_root(true);
+	struct live l = { .st = st, .raw = raw };
 	int ret;
 
-	if (!root) {
+	l.root = tracing_root(true);
+	if (!l.root) {
 		errmsg("%s; migrc trace needs tracefs", tracing_why());
 		return strstr(tracing_why(), "accessible") ? EXIT_SYSERR : EXIT_ABSENT;
 	}
-	ret = check_events(root);
-	if (ret)
-		return ret;
-	check_format();
-	ret = instance_create(&in, root);
+	trace_seq_init(&l.seq);
+	ret = load_events(&l);
 	if (!ret)
-		ret = record(&in, o->cmd, lb, st, exit_status);
-	instance_destroy(&in);
+		ret = instance_create(&l);
+	if (!ret)
+		ret = record(&l, o->cmd, exit_status);
+	instance_destroy(&l);
+	trace_seq_destroy(&l.seq);
+	tep_free(l.tep);
 	return ret;
 }
 
@@ -711,7 +831,7 @@ int cmd_trace(int argc, char **argv)
 		}
 	}
 	st = xcalloc(1, sizeof(*st));
-	ret = o.input ? trace_file(o.input, &lb, st) : trace_live(&o, &lb, st, &exit_status);
+	ret = o.input ? trace_file(o.input, &lb, st) : trace_live(&o, lb.raw, st, &exit_status);
 	feed_flush(&lb, st);
 	if (lb.raw && fclose(lb.raw)) {
 		errmsg("cannot write %s: %s", o.raw_out, strerror(errno));

@@ -132,25 +132,6 @@ fail:
 	return NULL;
 }
 
-int write_file_str(const char *path, const char *s)
-{
-	size_t len = strlen(s);
-	ssize_t r;
-	int fd;
-
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = write(fd, s, len);
-	if (r < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	close(fd);
-	return (size_t)r == len ? 0 : -EIO;
-}
-
 const char *proc_root(void)
 {
 	const char *p = getenv("MIGRC_PROC");

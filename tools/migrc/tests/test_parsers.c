@@ -250,11 +250,12 @@ static const char *fixpath(const char *name, char *buf, size_t len)
 }
 
 /* Parse a format file that is not in a tracing directory. */
-static struct tep_event *parse_fixture(struct tep_handle *tep, const char *name)
+static struct tep_event *parse_fixture(struct tep_handle *tep, const char *name,
+				       const char *system)
 {
 	char err[ERRLEN] = "";
 	char *buf = fixture(name);
-	struct tep_event *ev = tp_parse(tep, buf, strlen(buf), "tlb", err, sizeof(err));
+	struct tep_event *ev = tp_parse(tep, buf, strlen(buf), system, err, sizeof(err));
 
 	if (!ev)
 		diag("%s: %s", name, err);
@@ -308,7 +309,7 @@ static void test_tpformat(void)
 	tep_free(tep);
 
 	tep = tp_open(false, err, sizeof(err));
-	ev = parse_fixture(tep, "tlb_flush-format-6.18");
+	ev = parse_fixture(tep, "tlb_flush-format-6.18", "tlb");
 	ok(ev && tp_symbols(ev, "reason", syms, MAX_SYMS) == 6 &&
 	   !strcmp(tlb_reason_name(syms[3].str, name, sizeof(name)), "TLB_LOCAL_MM_SHOOTDOWN") &&
 	   !strcmp(tlb_reason_name(syms[5].str, name, sizeof(name)), "TLB_REMOTE_WRONG_CPU"),
@@ -318,12 +319,12 @@ static void test_tpformat(void)
 	   !strcmp(tlb_reason_name("flush on task switch", name, sizeof(name)),
 		   "TLB_FLUSH_ON_TASK_SWITCH"), "format: reason strings map to enum names");
 	tep = tp_open(false, err, sizeof(err));
-	ev = parse_fixture(tep, "tlb_flush-format-enum");
+	ev = parse_fixture(tep, "tlb_flush-format-enum", "tlb");
 	ok(ev && tp_symbols(ev, "reason", syms, MAX_SYMS) == -1,
 	   "format: unresolved enum names detected (fallback needed)");
 	tep_free(tep);
 	tep = tp_open(false, err, sizeof(err));
-	ev = parse_fixture(tep, "migrc_flush-format-string");
+	ev = parse_fixture(tep, "migrc_flush-format-string", "migrc");
 	f = ev ? tep_find_field(ev, "reason") : NULL;
 	ok(f && (f->flags & TEP_FIELD_IS_DYNAMIC) && (f->flags & TEP_FIELD_IS_STRING) &&
 	   tep_find_field(ev, "comm") && (tep_find_field(ev, "comm")->flags & TEP_FIELD_IS_ARRAY) &&
@@ -527,6 +528,151 @@ static void test_trace(void)
 	   "trace: age histogram");
 }
 
+/* ---- trace records (libtraceevent) ---- */
+
+struct rec_buf {
+	unsigned char data[96];
+	struct tep_record rec;
+};
+
+static void put(struct rec_buf *r, int off, uint64_t v, int size)
+{
+	memcpy(r->data + off, &v, size);	/* little endian, as the host */
+}
+
+static struct tep_record *flush_rec(struct rec_buf *r, int reason, uint64_t pages,
+				    unsigned int cpus, uint64_t age, uint64_t ts)
+{
+	memset(r, 0, sizeof(*r));
+	put(r, 0, 1502, 2);			/* common_type: migrc_flush */
+	put(r, 4, 1234, 4);			/* common_pid */
+	put(r, 8, (uint32_t)reason, 4);
+	put(r, 16, 7, 8);			/* gen */
+	put(r, 24, cpus, 4);
+	put(r, 28, 1, 4);			/* nr_skipped */
+	put(r, 32, pages, 8);
+	put(r, 40, age, 8);
+	r->rec.data = r->data;
+	r->rec.size = 48;
+	r->rec.ts = ts;
+	r->rec.cpu = 2;
+	return &r->rec;
+}
+
+static struct tep_record *defer_rec(struct rec_buf *r, uint64_t pages, uint64_t ts)
+{
+	memset(r, 0, sizeof(*r));
+	put(r, 0, 1501, 2);			/* common_type: migrc_defer */
+	put(r, 4, 52, 4);
+	put(r, 8, 8, 8);			/* gen */
+	put(r, 16, pages, 8);
+	put(r, 24, 2, 4);			/* nr_cpus */
+	put(r, 28, 3, 4);			/* reason (migrate_reason) */
+	r->rec.data = r->data;
+	r->rec.size = 32;
+	r->rec.ts = ts;
+	return &r->rec;
+}
+
+static bool same_stats(const struct trace_stats *a, const struct trace_stats *b)
+{
+	int i;
+
+	if (a->defer_events != b->defer_events || a->defer_pages != b->defer_pages ||
+	    a->flush_events != b->flush_events || a->flush_pages != b->flush_pages ||
+	    a->no_age != b->no_age || a->nreasons != b->nreasons ||
+	    memcmp(a->age_count, b->age_count, sizeof(a->age_count)) ||
+	    memcmp(a->age_pages, b->age_pages, sizeof(a->age_pages)))
+		return false;
+	for (i = 0; i < a->nreasons; i++)
+		if (strcmp(a->reasons[i].name, b->reasons[i].name) ||
+		    a->reasons[i].count != b->reasons[i].count ||
+		    a->reasons[i].pages != b->reasons[i].pages ||
+		    a->reasons[i].cpus != b->reasons[i].cpus)
+			return false;
+	return true;
+}
+
+static void test_trace_records(void)
+{
+	struct trace_stats st, back;
+	struct trace_events te;
+	struct tep_record *recs[5];
+	struct rec_buf rb[5];
+	struct tep_handle *tep;
+	struct trace_seq seq;
+	char err[ERRLEN] = "", path[8192];
+	char *line, *save = NULL;
+	int i;
+
+	memset(&st, 0, sizeof(st));
+	memset(&back, 0, sizeof(back));
+	tracefs_set_tracing_dir((char *)fixpath("tracefs-6.12", path, sizeof(path)));
+	tep = tp_open(true, err, sizeof(err));
+	if (!tep || !tp_load(tep, "migrc", "migrc_flush", err, sizeof(err)) ||
+	    !tp_load(tep, "migrc", "migrc_defer", err, sizeof(err)))
+		diag("records: %s", err);
+	trace_events_init(&te, tep);
+	ok(te.flush && te.defer && te.reason && te.pages && te.cpus && te.age &&
+	   te.defer_pages && te.nsyms == 5, "records: migrc events and fields found");
+	recs[0] = defer_rec(&rb[0], 512, 100000100000ULL);
+	recs[1] = flush_rec(&rb[1], 0, 512, 3, 0, 100001000000ULL);
+	recs[2] = flush_rec(&rb[2], 1, 8, 4, 3, 100003000000ULL);
+	recs[3] = flush_rec(&rb[3], 0, 30, 1, 1000, 100004000000ULL);
+	recs[4] = flush_rec(&rb[4], 2, 2, 0, 1024, 100006000000ULL);
+	for (i = 0; i < 5; i++)
+		trace_account_record(&st, &te, tep_find_event_by_record(tep, recs[i]), recs[i]);
+	ok(st.defer_events == 1 && st.defer_pages == 512 && st.flush_events == 4 &&
+	   st.flush_pages == 552 && st.no_age == 0, "records: event and page counts from fields");
+	ok(st.nreasons == 3 && !strcmp(st.reasons[0].name, "alloc") && st.reasons[0].count == 2 &&
+	   st.reasons[0].pages == 542 && st.reasons[0].cpus == 4 &&
+	   !strcmp(st.reasons[1].name, "write") && !strcmp(st.reasons[2].name, "timeout"),
+	   "records: integer reasons named from __print_symbolic()");
+	ok(st.age_count[0] == 1 && st.age_count[2] == 1 && st.age_count[10] == 1 &&
+	   st.age_count[11] == 1 && st.age_pages[10] == 30, "records: age histogram");
+
+	/* What -o writes must give the same result when read back with -i. */
+	trace_seq_init(&seq);
+	for (i = 0; i < 5; i++)
+		trace_record_text(&seq, tep_find_event_by_record(tep, recs[i]), recs[i]);
+	trace_seq_terminate(&seq);
+	for (line = strtok_r(seq.buffer, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		trace_account_line(&back, line);
+	ok(same_stats(&st, &back) && back.unparsed == 0,
+	   "records: text written for -o reads back the same (%llu lines)",
+	   (unsigned long long)back.lines);
+	trace_seq_destroy(&seq);
+
+	memset(&st, 0, sizeof(st));
+	recs[0] = flush_rec(&rb[0], 9, 1, 1, 5, 1000);
+	trace_account_record(&st, &te, te.flush, recs[0]);
+	ok(st.nreasons == 1 && !strcmp(st.reasons[0].name, "0x9"),
+	   "records: unknown reason value named as the kernel prints it (%s)",
+	   st.nreasons ? st.reasons[0].name : "");
+	tep_free(tep);
+
+	/* An older migrc_flush with the reason as a __data_loc string. */
+	memset(&st, 0, sizeof(st));
+	tep = tp_open(false, err, sizeof(err));
+	parse_fixture(tep, "migrc_flush-format-string", "migrc");
+	trace_events_init(&te, tep);
+	memset(&rb[0], 0, sizeof(rb[0]));
+	put(&rb[0], 0, 1502, 2);
+	put(&rb[0], 8, (17 << 16) | 64, 4);	/* __data_loc: length 17 at offset 64 */
+	put(&rb[0], 32, 16, 8);			/* nr_pages */
+	put(&rb[0], 40, 70000, 8);		/* age_us */
+	memcpy(rb[0].data + 64, "page cache write", 17);
+	rb[0].rec.data = rb[0].data;
+	rb[0].rec.size = 81;
+	trace_account_record(&st, &te, te.flush, &rb[0].rec);
+	ok(te.flush && te.nsyms == 0 && st.flush_pages == 16 && st.nreasons == 1 &&
+	   !strcmp(st.reasons[0].name, "page cache write") && st.age_count[17] == 1,
+	   "records: string reason read through __data_loc (%s)",
+	   st.nreasons ? st.reasons[0].name : "");
+	tep_free(tep);
+	tracefs_set_tracing_dir(NULL);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1)
@@ -540,6 +686,7 @@ int main(int argc, char **argv)
 	test_results();
 	test_compare();
 	test_trace();
+	test_trace_records();
 	printf("1..%d\n", ntests);
 	if (nfailed)
 		printf("# %d of %d tests failed\n", nfailed, ntests);
