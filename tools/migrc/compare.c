@@ -40,24 +40,23 @@ static const char *const SEC_RUN = "runtime";
 
 static void compare_usage(FILE *f)
 {
-	fprintf(f,
-"usage: migrc compare [--format table|csv|json] [--svg FILE.svg]\n"
-"                     [--label NAME[,NAME...]] [--allow-mismatch]\n"
-"                     A.json B.json [C.json ...]\n"
-"\n"
-"Compare runs written by 'migrc stat -o'.  The first run is the baseline;\n"
-"for every other run a column gives the reduction against it in percent:\n"
-"(first - this) / first * 100, positive = fewer events / less time.\n"
-"\n"
-"  -f, --format FMT     table (default), csv or json, written to stdout\n"
-"  -s, --svg FILE       also draw a chart (per-CPU shootdowns, main counters)\n"
-"  -l, --label NAMES    column labels (repeat, or comma-separated); default:\n"
-"                       the runs' own labels, else BEFORE/AFTER (RUN1.. for 3+)\n"
-"  -m, --allow-mismatch exit 0 even if the runs have different CPU counts\n"
-"  -h, --help           this help\n"
-"\n"
-"Exit: 0 ok, 1 usage, 2 unreadable or invalid input, 4 runs have different\n"
-"CPU counts (output is still written, with warnings).\n");
+	fputs("usage: migrc compare [--format table|csv|json] [--svg FILE.svg]\n"
+	      "                     [--label NAME[,NAME...]] [--allow-mismatch]\n"
+	      "                     A.json B.json [C.json ...]\n"
+	      "\n"
+	      "Compare runs written by 'migrc stat -o'.  The first run is the baseline;\n"
+	      "for every other run a column gives the reduction against it in percent:\n"
+	      "(first - this) / first * 100, positive = fewer events / less time.\n"
+	      "\n"
+	      "  -f, --format FMT     table (default), csv or json, written to stdout\n"
+	      "  -s, --svg FILE       also draw a chart (per-CPU shootdowns, main counters)\n"
+	      "  -l, --label NAMES    column labels (repeat, or comma-separated); default:\n"
+	      "                       the runs' own labels, else BEFORE/AFTER (RUN1.. for 3+)\n"
+	      "  -m, --allow-mismatch exit 0 even if the runs have different CPU counts\n"
+	      "  -h, --help           this help\n"
+	      "\n"
+	      "Exit: 0 ok, 1 usage, 2 unreadable or invalid input, 4 runs have different\n"
+	      "CPU counts (output is still written, with warnings).\n", f);
 }
 
 static struct row *add_row(struct table *t, const char *section, const char *metric)
@@ -202,10 +201,9 @@ static bool check_mismatch(struct table *t, struct run *runs)
 
 	for (i = 1; i < t->nruns; i++) {
 		if (runs[i].ncpus != runs[0].ncpus) {
-			strlist_addf(&t->warnings, "CPU COUNT MISMATCH: %s has %d CPUs, %s has "
-				     "%d: per-CPU rows are only meaningful where every run has "
-				     "the CPU, totals scale with the CPU count (see \"mean per "
-				     "CPU\")", t->labels[0], runs[0].ncpus, t->labels[i],
+			strlist_addf(&t->warnings,
+				     "CPU COUNT MISMATCH: %s has %d CPUs, %s has %d: per-CPU rows are only meaningful where every run has the CPU, totals scale with the CPU count (see \"mean per CPU\")",
+				     t->labels[0], runs[0].ncpus, t->labels[i],
 				     runs[i].ncpus);
 			cpus = true;
 		}
@@ -273,8 +271,9 @@ static void print_table(FILE *f, struct table *t, struct run *runs)
 	char buf[64];
 	int i, k, w = 14, mw = 30, skipped = 0;
 
-	fprintf(f, "migrc compare: %d runs; reduction = (%s - run) / %s * 100, "
-		"positive = fewer/faster\n", t->nruns, t->labels[0], t->labels[0]);
+	fprintf(f,
+		"migrc compare: %d runs; reduction = (%s - run) / %s * 100, positive = fewer/faster\n",
+		t->nruns, t->labels[0], t->labels[0]);
 	for (i = 0; i < t->nruns; i++)
 		fprintf(f, "  %-12s %s (kernel %s, %d CPUs, exit %d)\n", t->labels[i],
 			runs[i].file ? runs[i].file : "-", runs[i].kernel, runs[i].ncpus,

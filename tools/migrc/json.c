@@ -286,7 +286,8 @@ static char *jstring(struct jparser *jp)
 	/* The decoded string is never longer than the encoded one. */
 	while (*jp->p && *jp->p != '"')
 		jp->p += (*jp->p == '\\' && jp->p[1]) ? 2 : 1;
-	out = o = xmalloc(jp->p - start + 1);
+	out = xmalloc(jp->p - start + 1);
+	o = out;
 	for (jp->p = start; *jp->p != '"'; ) {
 		unsigned char c = *jp->p;
 

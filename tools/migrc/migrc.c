@@ -10,19 +10,18 @@
 
 #include "migrc.h"
 
-static void usage(FILE *f)
+static void main_usage(FILE *f)
 {
-	fprintf(f,
-"usage: migrc <command> [options]\n"
-"\n"
-"  stat     measure a command (or, with -a -I, the system for a time window)\n"
-"  compare  compare result files BEFORE / AFTER, as table, CSV, JSON or SVG\n"
-"  trace    record the migrc tracepoints: flush reasons and flush age histogram\n"
-"\n"
-"'migrc <command> --help' describes each command; 'man ./migrc.8' all of them.\n"
-"Exit codes: 0 ok, 1 usage, 2 system or input error, 3 feature absent,\n"
-"4 compare: runs not comparable; stat with a command: the command's status,\n"
-"125 migrc failed, 126/127 the command could not be executed / found.\n");
+	fputs("usage: migrc <command> [options]\n"
+	      "\n"
+	      "  stat     measure a command (or, with -a -I, the system for a time window)\n"
+	      "  compare  compare result files BEFORE / AFTER, as table, CSV, JSON or SVG\n"
+	      "  trace    record the migrc tracepoints: flush reasons and flush age histogram\n"
+	      "\n"
+	      "'migrc <command> --help' describes each command; 'man ./migrc.8' all of them.\n"
+	      "Exit codes: 0 ok, 1 usage, 2 system or input error, 3 feature absent,\n"
+	      "4 compare: runs not comparable; stat with a command: the command's status,\n"
+	      "125 migrc failed, 126/127 the command could not be executed / found.\n", f);
 }
 
 int main(int argc, char **argv)
@@ -30,12 +29,12 @@ int main(int argc, char **argv)
 	const char *cmd;
 
 	if (argc < 2) {
-		usage(stderr);
+		main_usage(stderr);
 		return EXIT_USAGE;
 	}
 	cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-		usage(stdout);
+		main_usage(stdout);
 		return EXIT_OK;
 	}
 	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
@@ -50,6 +49,6 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "trace"))
 		return cmd_trace(argc - 1, argv + 1);
 	errmsg("unknown command '%s'", cmd);
-	usage(stderr);
+	main_usage(stderr);
 	return EXIT_USAGE;
 }

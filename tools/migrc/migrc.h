@@ -32,6 +32,8 @@
 #define NAMELEN			64
 
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+/* The kernel's __printf(); userspace defines it (checkpatch flags this line). */
+#define __printf(a, b)		__attribute__((format(printf, a, b)))
 
 /* ---- small utilities (util.c) ---- */
 
@@ -39,8 +41,8 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t sz);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
-void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void warnmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void __printf(1, 2) errmsg(const char *fmt, ...);
+void __printf(1, 2) warnmsg(const char *fmt, ...);
 char *read_file(const char *path, size_t *lenp, char *err, size_t errlen);
 const char *proc_root(void);
 const char *proc_path(const char *rel, char *buf, size_t len);
@@ -74,8 +76,7 @@ struct strlist {
 };
 
 void strlist_add(struct strlist *l, const char *s);
-void strlist_addf(struct strlist *l, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void __printf(2, 3) strlist_addf(struct strlist *l, const char *fmt, ...);
 void strlist_free(struct strlist *l);
 
 /* ---- /proc parsers (snapshot.c) ---- */

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,7 +133,15 @@ char *run_to_json(const struct run *r)
 
 /* ---- reading ---- */
 
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+static int __printf(3, 4) fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
 
 static int get_str(const struct jval *o, const char *key, char **out, char *err, size_t errlen)
 {
@@ -144,7 +153,7 @@ static int get_str(const struct jval *o, const char *key, char **out, char *err,
 		return 0;
 	}
 	if (v->type != J_STR)
-		FAIL("\"%s\" must be a string", key);
+		return fail(err, errlen, "\"%s\" must be a string", key);
 	*out = xstrdup(v->str);
 	return 0;
 }
@@ -156,11 +165,11 @@ static int get_int(const struct jval *o, const char *key, bool required, int64_t
 
 	if (!v || v->type == J_NULL) {
 		if (required)
-			FAIL("missing \"%s\"", key);
+			return fail(err, errlen, "missing \"%s\"", key);
 		return 1;
 	}
 	if (v->type != J_NUM || !v->is_int)
-		FAIL("\"%s\" must be an integer", key);
+		return fail(err, errlen, "\"%s\" must be an integer", key);
 	*out = v->i;
 	return 0;
 }
@@ -190,11 +199,11 @@ static int get_ctrs(const struct jval *o, const char *key, bool nullable, bool *
 	*has = false;
 	if (!v || v->type == J_NULL) {
 		if (!nullable && v)
-			FAIL("\"%s\" must be an object", key);
+			return fail(err, errlen, "\"%s\" must be an object", key);
 		return 0;
 	}
 	if (v->type != J_OBJ)
-		FAIL("\"%s\" must be an object", key);
+		return fail(err, errlen, "\"%s\" must be an object", key);
 	for (i = 0; i < v->n; i++) {
 		const struct jval *c = v->kids[i];
 
@@ -203,7 +212,8 @@ static int get_ctrs(const struct jval *o, const char *key, bool nullable, bool *
 			continue;
 		}
 		if (c->type != J_NUM || !c->is_int)
-			FAIL("\"%s\".\"%s\" must be an integer or null", key, v->keys[i]);
+			return fail(err, errlen, "\"%s\".\"%s\" must be an integer or null",
+				    key, v->keys[i]);
 		ctrlist_add(out, v->keys[i], c->i, true);
 	}
 	*has = true;
@@ -220,27 +230,31 @@ static int get_tlb(const struct jval *o, struct run *r, char *err, size_t errlen
 	if (!t || t->type == J_NULL)
 		return 0;
 	if (t->type != J_OBJ)
-		FAIL("\"tlb_shootdowns\" must be an object or null");
+		return fail(err, errlen, "\"tlb_shootdowns\" must be an object or null");
 	pc = json_get(t, "per_cpu");
 	if (!pc || pc->type != J_ARR)
-		FAIL("\"tlb_shootdowns.per_cpu\" must be an array");
+		return fail(err, errlen, "\"tlb_shootdowns.per_cpu\" must be an array");
 	if (pc->n != r->ncpus)
-		FAIL("inconsistent run: %d per-CPU TLB values but \"ncpus\" is %d",
-		     pc->n, r->ncpus);
+		return fail(err, errlen,
+			    "inconsistent run: %d per-CPU TLB values but \"ncpus\" is %d",
+			    pc->n, r->ncpus);
 	r->per_cpu = xcalloc(pc->n, sizeof(uint64_t));
 	for (i = 0; i < pc->n; i++) {
 		const struct jval *c = pc->kids[i];
 
 		if (c->type != J_NUM || !c->is_int || c->i < 0)
-			FAIL("\"tlb_shootdowns.per_cpu[%d]\" must be a non-negative integer", i);
+			return fail(err, errlen,
+				    "\"tlb_shootdowns.per_cpu[%d]\" must be a non-negative integer",
+				    i);
 		r->per_cpu[i] = c->i;
 		sum += c->i;
 	}
 	if (get_int(t, "total", true, &total, err, errlen))
 		return -1;
 	if ((uint64_t)total != sum)
-		FAIL("inconsistent run: tlb_shootdowns.total is %lld but the per-CPU values "
-		     "add up to %llu", (long long)total, (unsigned long long)sum);
+		return fail(err, errlen,
+			    "inconsistent run: tlb_shootdowns.total is %lld but the per-CPU values add up to %llu",
+			    (long long)total, (unsigned long long)sum);
 	r->tlb_total = sum;
 	r->has_tlb = true;
 	return 0;
@@ -255,10 +269,10 @@ static int get_strlist(const struct jval *o, const char *key, struct strlist *ou
 	if (!v || v->type == J_NULL)
 		return 0;
 	if (v->type != J_ARR)
-		FAIL("\"%s\" must be an array of strings", key);
+		return fail(err, errlen, "\"%s\" must be an array of strings", key);
 	for (i = 0; i < v->n; i++) {
 		if (v->kids[i]->type != J_STR)
-			FAIL("\"%s[%d]\" must be a string", key, i);
+			return fail(err, errlen, "\"%s[%d]\" must be a string", key, i);
 		strlist_add(out, v->kids[i]->str);
 	}
 	return 0;
@@ -270,14 +284,15 @@ static int check_header(const struct jval *root, char *err, size_t errlen)
 	int64_t version;
 
 	if (root->type != J_OBJ)
-		FAIL("not a migrc result: top level is not an object");
+		return fail(err, errlen, "not a migrc result: top level is not an object");
 	if (!tool || tool->type != J_STR || strcmp(tool->str, "migrc"))
-		FAIL("not a migrc result: \"tool\" is not \"migrc\"");
+		return fail(err, errlen, "not a migrc result: \"tool\" is not \"migrc\"");
 	if (get_int(root, "version", true, &version, err, errlen))
 		return -1;
 	if (version != MIGRC_VERSION)
-		FAIL("unsupported result version %lld (this migrc reads version %d)",
-		     (long long)version, MIGRC_VERSION);
+		return fail(err, errlen,
+			    "unsupported result version %lld (this migrc reads version %d)",
+			    (long long)version, MIGRC_VERSION);
 	return 0;
 }
 
@@ -304,7 +319,8 @@ static int run_fill(const struct jval *root, struct run *r, char *err, size_t er
 	if (get_int(root, "ncpus", true, &v, err, errlen))
 		return -1;
 	if (v < 1 || v > MAX_CPUS)
-		FAIL("\"ncpus\" is %lld, expected 1..%d", (long long)v, MAX_CPUS);
+		return fail(err, errlen, "\"ncpus\" is %lld, expected 1..%d",
+			    (long long)v, MAX_CPUS);
 	r->ncpus = (int)v;
 	if (get_tlb(root, r, err, errlen) ||
 	    get_ctrs(root, "vmstat", false, &has, &r->vmstat, err, errlen) ||
@@ -313,9 +329,9 @@ static int run_fill(const struct jval *root, struct run *r, char *err, size_t er
 	    get_strlist(root, "absent", &r->absent, err, errlen))
 		return -1;
 	if (!json_get(root, "vmstat"))
-		FAIL("missing \"vmstat\"");
+		return fail(err, errlen, "missing \"vmstat\"");
 	if (r->has_flush && !ctrlist_find(&r->flush, "total"))
-		FAIL("\"tlb_flush\" has no \"total\"");
+		return fail(err, errlen, "\"tlb_flush\" has no \"total\"");
 	return 0;
 }
 

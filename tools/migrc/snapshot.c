@@ -54,8 +54,8 @@ static int parse_irq_header(const char *line, struct irq_snap *out, char *err, s
 
 		if (strncmp(p, "CPU", 3) || !parse_u64(p + 3, &p, &id) || id >= MAX_CPUS ||
 		    (*p != ' ' && *p != '\t' && *p != '\n' && *p)) {
-			snprintf(err, errlen, "interrupts: malformed header line "
-				 "(expected \"CPU<n>\" columns)");
+			snprintf(err, errlen,
+				 "interrupts: malformed header line (expected \"CPU<n>\" columns)");
 			return -1;
 		}
 		if (out->ncpus && (int)id <= out->cpu_ids[out->ncpus - 1]) {
@@ -87,16 +87,17 @@ static int parse_tlb_line(const char *p, struct irq_snap *out, int lineno,
 		p = skip_blank(p);
 		if (!parse_u64(p, &p, &out->tlb[i]) ||
 		    (*p != ' ' && *p != '\t' && *p != '\n' && *p)) {
-			snprintf(err, errlen, "interrupts line %d: TLB line has %d valid "
-				 "value(s), header has %d CPUs (truncated or malformed)",
+			snprintf(err, errlen,
+				 "interrupts line %d: TLB line has %d valid value(s), header has %d CPUs (truncated or malformed)",
 				 lineno, i, out->ncpus);
 			return -1;
 		}
 	}
 	p = skip_blank(p);
 	if (isdigit((unsigned char)*p)) {
-		snprintf(err, errlen, "interrupts line %d: TLB line has more values than "
-			 "the %d CPUs in the header", lineno, out->ncpus);
+		snprintf(err, errlen,
+			 "interrupts line %d: TLB line has more values than the %d CPUs in the header",
+			 lineno, out->ncpus);
 		return -1;
 	}
 	out->has_tlb = true;
@@ -146,20 +147,21 @@ int irq_delta(const struct irq_snap *a, const struct irq_snap *b, uint64_t *out,
 
 	if (a->ncpus != b->ncpus ||
 	    memcmp(a->cpu_ids, b->cpu_ids, a->ncpus * sizeof(int))) {
-		snprintf(err, errlen, "the set of online CPUs changed during the measurement "
-			 "(%d -> %d CPUs in /proc/interrupts; CPU hotplug?): per-CPU "
-			 "TLB shootdowns cannot be compared", a->ncpus, b->ncpus);
+		snprintf(err, errlen,
+			 "the set of online CPUs changed during the measurement (%d -> %d CPUs in /proc/interrupts; CPU hotplug?): per-CPU TLB shootdowns cannot be compared",
+			 a->ncpus, b->ncpus);
 		return -1;
 	}
 	if (a->has_tlb != b->has_tlb) {
-		snprintf(err, errlen, "the TLB line of /proc/interrupts appeared or "
-			 "disappeared during the measurement");
+		snprintf(err, errlen,
+			 "the TLB line of /proc/interrupts appeared or disappeared during the measurement");
 		return -1;
 	}
 	for (i = 0; a->has_tlb && i < a->ncpus; i++) {
 		if (b->tlb[i] < a->tlb[i]) {
-			snprintf(err, errlen, "TLB shootdowns of CPU%d went backwards "
-				 "(%llu -> %llu; CPU hotplug?)", a->cpu_ids[i],
+			snprintf(err, errlen,
+				 "TLB shootdowns of CPU%d went backwards (%llu -> %llu; CPU hotplug?)",
+				 a->cpu_ids[i],
 				 (unsigned long long)a->tlb[i],
 				 (unsigned long long)b->tlb[i]);
 			return -1;
@@ -223,7 +225,7 @@ bool vmstat_interesting(const char *name)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(prefixes); i++)
 		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
 			return true;
 	return false;
@@ -243,8 +245,9 @@ int vmstat_delta(const struct ctrlist *a, const struct ctrlist *b, struct ctrlis
 			continue;
 		cb = ctrlist_find(b, a->v[i].name);
 		if (!cb) {
-			snprintf(err, errlen, "vmstat counter %s disappeared during the "
-				 "measurement", a->v[i].name);
+			snprintf(err, errlen,
+				 "vmstat counter %s disappeared during the measurement",
+				 a->v[i].name);
 			ctrlist_free(out);
 			return -1;
 		}

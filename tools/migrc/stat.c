@@ -30,32 +30,29 @@ struct stat_opts {
 	int usage_exit;		/* 1, or 125 when a command was given */
 };
 
-static volatile sig_atomic_t stop_requested;
-
 static void stat_usage(FILE *f)
 {
-	fprintf(f,
-"usage: migrc stat [-o FILE.json] [--label NAME] [-q] [-a] -- COMMAND [ARGS...]\n"
-"       migrc stat -a -I SECONDS [-n COUNT] [-o FILE.json] [--label NAME]\n"
-"\n"
-"Measure TLB shootdowns (/proc/interrupts), /proc/vmstat TLB, migration, NUMA\n"
-"and migrc counters, tlb:tlb_flush events by reason and hardware TLB misses,\n"
-"system-wide, over exactly the run of COMMAND, or over -I intervals.\n"
-"\n"
-"  -o, --output FILE    write the result as JSON (\"-\" for stdout)\n"
-"  -l, --label NAME     label of this run (shown by 'migrc compare')\n"
-"  -a, --all-cpus       system-wide only: never fall back to counting hardware\n"
-"                       events for the command only; without COMMAND: window mode\n"
-"  -I, --interval SECS  window mode: print every SECS seconds (fractions allowed)\n"
-"  -n, --count N        window mode: stop after N intervals (default: until ^C)\n"
-"  -q, --quiet          do not print the summary\n"
-"  -h, --help           this help\n"
-"\n"
-"With COMMAND the summary goes to stderr (like perf stat) and migrc exits with\n"
-"the command's exit status (128+N if killed by signal N); 125 means migrc\n"
-"itself failed, 126/127 that COMMAND could not be executed / was not found.\n"
-"Window mode prints to stdout and exits 0, 1 (usage) or 2 (system error).\n"
-"Environment: MIGRC_PROC (default /proc), MIGRC_TRACEFS, MIGRC_NO_PERF=1.\n");
+	fputs("usage: migrc stat [-o FILE.json] [--label NAME] [-q] [-a] -- COMMAND [ARGS...]\n"
+	      "       migrc stat -a -I SECONDS [-n COUNT] [-o FILE.json] [--label NAME]\n"
+	      "\n"
+	      "Measure TLB shootdowns (/proc/interrupts), /proc/vmstat TLB, migration, NUMA\n"
+	      "and migrc counters, tlb:tlb_flush events by reason and hardware TLB misses,\n"
+	      "system-wide, over exactly the run of COMMAND, or over -I intervals.\n"
+	      "\n"
+	      "  -o, --output FILE    write the result as JSON (\"-\" for stdout)\n"
+	      "  -l, --label NAME     label of this run (shown by 'migrc compare')\n"
+	      "  -a, --all-cpus       system-wide only: never fall back to counting hardware\n"
+	      "                       events for the command only; without COMMAND: window mode\n"
+	      "  -I, --interval SECS  window mode: print every SECS seconds (fractions allowed)\n"
+	      "  -n, --count N        window mode: stop after N intervals (default: until ^C)\n"
+	      "  -q, --quiet          do not print the summary\n"
+	      "  -h, --help           this help\n"
+	      "\n"
+	      "With COMMAND the summary goes to stderr (like perf stat) and migrc exits with\n"
+	      "the command's exit status (128+N if killed by signal N); 125 means migrc\n"
+	      "itself failed, 126/127 that COMMAND could not be executed / was not found.\n"
+	      "Window mode prints to stdout and exits 0, 1 (usage) or 2 (system error).\n"
+	      "Environment: MIGRC_PROC (default /proc), MIGRC_TRACEFS, MIGRC_NO_PERF=1.\n", f);
 }
 
 static int parse_stat_args(int argc, char **argv, struct stat_opts *o)
@@ -190,7 +187,7 @@ static void note_absent_vmstat(struct run *r, const struct ctrlist *raw)
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(why) / sizeof(why[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(why); i++)
 		if (!has_prefix_key(raw, why[i][0]))
 			strlist_addf(&r->absent, "vmstat %s*: absent (%s)", why[i][0], why[i][1]);
 }
@@ -296,8 +293,8 @@ static int finish_command_run(struct run *r, struct snapshot *a, struct snapshot
 	perf_read(perf, &r->flush, &r->has_flush, &hw);
 	r->hw = hw;
 	if (!r->has_tlb)
-		strlist_add(&r->absent, "tlb_shootdowns: no \"TLB:\" line in /proc/interrupts "
-			    "(not x86?)");
+		strlist_add(&r->absent,
+			    "tlb_shootdowns: no \"TLB:\" line in /proc/interrupts (not x86?)");
 	note_absent_vmstat(r, &a->vmstat);
 	return 0;
 }
@@ -489,23 +486,23 @@ static int make_interval(struct interval *iv, const struct sample *a, const stru
 	return 0;
 }
 
-static void on_stop_signal(int sig)
+/*
+ * SIGINT and SIGTERM stay blocked in window mode and are taken here: sleep
+ * until @t (now_mono() seconds), or return false as soon as one is pending.
+ */
+static bool sleep_until(double t, const sigset_t *stop)
 {
-	(void)sig;
-	stop_requested = 1;
-}
+	struct timespec ts = { 0, 0 };
+	double left;
 
-static void sleep_until(double t)
-{
-	struct timespec ts;
-
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
-	if (ts.tv_nsec >= 1000000000L)
-		ts.tv_nsec = 999999999L;
-	while (!stop_requested &&
-	       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	do {
+		if (sigtimedwait(stop, NULL, &ts) > 0)
+			return false;
+		left = t - now_mono();
+		ts.tv_sec = left > 0 ? (time_t)left : 0;
+		ts.tv_nsec = left > 0 ? (long)((left - (double)ts.tv_sec) * 1e9) : 0;
+	} while (left > 0);
+	return true;
 }
 
 static void window_totals(struct run *r, const struct sample *first, const struct sample *last)
@@ -517,7 +514,8 @@ static void window_totals(struct run *r, const struct sample *first, const struc
 		r->user_s = (double)(last->snap.times.user - first->snap.times.user) / hz;
 		r->sys_s = (double)(last->snap.times.sys - first->snap.times.sys) / hz;
 	} else {
-		r->user_s = r->sys_s = NAN;
+		r->user_s = NAN;
+		r->sys_s = NAN;
 		strlist_add(&r->absent, "user_s/sys_s: /proc/stat not usable");
 	}
 	r->has_flush = last->has_flush;
@@ -527,10 +525,11 @@ static void window_totals(struct run *r, const struct sample *first, const struc
 }
 
 static int window_loop(const struct stat_opts *o, struct run *r, struct perf_set *perf,
-		       struct sample *first, char *err, size_t errlen)
+		       struct sample *first, const sigset_t *stop, char *err, size_t errlen)
 {
 	struct sample prev = *first, cur;
 	double next = first->snap.t;
+	bool go_on = true;
 	long k;
 	int ret = 0;
 
@@ -539,7 +538,7 @@ static int window_loop(const struct stat_opts *o, struct run *r, struct perf_set
 		struct interval iv;
 
 		next += o->interval;
-		sleep_until(next);
+		go_on = sleep_until(next, stop);
 		if (take_sample(&cur, perf, err, errlen) ||
 		    make_interval(&iv, &prev, &cur, first->snap.t, err, errlen)) {
 			ret = -1;
@@ -551,7 +550,7 @@ static int window_loop(const struct stat_opts *o, struct run *r, struct perf_set
 		if (prev.snap.t != first->snap.t)
 			sample_free(&prev);
 		prev = cur;
-		if (stop_requested)
+		if (!go_on || !sleep_until(0, stop))
 			break;
 	}
 	if (!ret && tlb_between(&first->snap, &prev.snap, &r->has_tlb, &r->ncpus,
@@ -563,8 +562,8 @@ static int window_loop(const struct stat_opts *o, struct run *r, struct perf_set
 	if (!ret) {
 		window_totals(r, first, &prev);
 		if (!r->has_tlb)
-			strlist_add(&r->absent, "tlb_shootdowns: no \"TLB:\" line in "
-				    "/proc/interrupts (not x86?)");
+			strlist_add(&r->absent,
+				    "tlb_shootdowns: no \"TLB:\" line in /proc/interrupts (not x86?)");
 	}
 	if (prev.snap.t != first->snap.t)
 		sample_free(&prev);
@@ -574,26 +573,26 @@ static int window_loop(const struct stat_opts *o, struct run *r, struct perf_set
 static int run_window(const struct stat_opts *o)
 {
 	struct perf_opts po = { .system_wide_only = true };
-	struct sigaction sa;
 	struct sample first;
+	sigset_t stop;
 	struct perf_set *perf;
 	struct run r;
 	char err[ERRLEN];
 	int ret = EXIT_SYSERR;
 
 	memset(&r, 0, sizeof(r));
-	memset(&sa, 0, sizeof(sa));
 	fill_static(&r, o);
 	perf = perf_open(&po, &r.absent);
-	sa.sa_handler = on_stop_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, NULL);
 	perf_enable(perf);
 	if (take_sample(&first, perf, err, sizeof(err))) {
 		errmsg("%s", err);
 		goto out;
 	}
-	if (window_loop(o, &r, perf, &first, err, sizeof(err))) {
+	if (window_loop(o, &r, perf, &first, &stop, err, sizeof(err))) {
 		errmsg("%s", err);
 		goto out_first;
 	}

@@ -27,7 +27,7 @@ static const char *const colors[] = {
 	"#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
 };
 
-#define NCOLORS ((int)(sizeof(colors) / sizeof(colors[0])))
+#define NCOLORS ((int)ARRAY_SIZE(colors))
 
 static void xml_text(FILE *f, const char *s)
 {
@@ -86,8 +86,8 @@ static double nice_ceil(double v)
 	return 10 * p;
 }
 
-static void text(FILE *f, double x, double y, const char *anchor, int size,
-		 const char *extra, const char *s)
+static void svg_text(FILE *f, double x, double y, const char *anchor, int size,
+		     const char *extra, const char *s)
 {
 	fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s>",
 		x, y, anchor, size, extra ? extra : "");
@@ -104,20 +104,22 @@ static void y_axis(FILE *f, int top, double ymax, const char *title, bool pct)
 		double v = ymax * i / 5;
 		double y = top + PLOT_H - PLOT_H * (double)i / 5;
 
-		fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
-			"stroke=\"#ddd\"/>\n", LEFT, y, LEFT + PLOT_W, y);
+		fprintf(f,
+			"<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#ddd\"/>\n",
+			LEFT, y, LEFT + PLOT_W, y);
 		if (pct)
 			snprintf(buf, sizeof(buf), "%.0f%%", v);
 		else
 			human(v, buf, sizeof(buf));
-		text(f, LEFT - 6, y + 4, "end", 11, NULL, buf);
+		svg_text(f, LEFT - 6, y + 4, "end", 11, NULL, buf);
 	}
 	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n",
 		LEFT, top, LEFT, top + PLOT_H);
 	fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>\n",
 		LEFT, top + PLOT_H, LEFT + PLOT_W, top + PLOT_H);
-	fprintf(f, "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\" "
-		"font-size=\"12\">", 22, top + PLOT_H / 2);
+	fprintf(f,
+		"<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">",
+		22, top + PLOT_H / 2);
 	xml_text(f, title);
 	fputs("</text>\n", f);
 }
@@ -125,8 +127,9 @@ static void y_axis(FILE *f, int top, double ymax, const char *title, bool pct)
 static void bar(FILE *f, double x, double w, double y, double h, int color,
 		const char *tip)
 {
-	fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">"
-		"<title>", x, y, w, h, colors[color % NCOLORS]);
+	fprintf(f,
+		"<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"><title>",
+		x, y, w, h, colors[color % NCOLORS]);
 	xml_text(f, tip);
 	fputs("</title></rect>\n", f);
 }
@@ -137,8 +140,8 @@ static void per_cpu_panel(FILE *f, struct run *runs, int nruns, const char **lab
 	int i, c, maxcpus = 0, step;
 	char tip[2048], num[32];
 
-	text(f, W / 2, top - 14, "middle", 15, " font-weight=\"bold\"",
-	     "TLB shootdowns per CPU (/proc/interrupts)");
+	svg_text(f, W / 2, top - 14, "middle", 15, " font-weight=\"bold\"",
+		 "TLB shootdowns per CPU (/proc/interrupts)");
 	for (i = 0; i < nruns; i++) {
 		if (!runs[i].has_tlb)
 			continue;
@@ -149,8 +152,8 @@ static void per_cpu_panel(FILE *f, struct run *runs, int nruns, const char **lab
 				ymax = (double)runs[i].per_cpu[c];
 	}
 	if (!maxcpus) {
-		text(f, W / 2, top + PLOT_H / 2, "middle", 14, NULL,
-		     "no TLB shootdown data in these runs");
+		svg_text(f, W / 2, top + PLOT_H / 2, "middle", 14, NULL,
+			 "no TLB shootdown data in these runs");
 		return;
 	}
 	ymax = nice_ceil(ymax);
@@ -172,10 +175,11 @@ static void per_cpu_panel(FILE *f, struct run *runs, int nruns, const char **lab
 		}
 		if (c % step == 0) {
 			snprintf(num, sizeof(num), "%d", c);
-			text(f, LEFT + (c + 0.5) * gw, top + PLOT_H + 16, "middle", 10, NULL, num);
+			svg_text(f, LEFT + (c + 0.5) * gw, top + PLOT_H + 16, "middle", 10, NULL,
+				 num);
 		}
 	}
-	text(f, LEFT + PLOT_W / 2, top + PLOT_H + 36, "middle", 12, NULL, "CPU");
+	svg_text(f, LEFT + PLOT_W / 2, top + PLOT_H + 36, "middle", 12, NULL, "CPU");
 }
 
 struct metric {
@@ -192,11 +196,12 @@ static bool counter_value(struct run *r, const char *name, double *v)
 		*v = (double)r->tlb_total;
 		return r->has_tlb;
 	}
-	if (!strcmp(name, "tlb_flush")) {
-		c = r->has_flush ? ctrlist_find(&r->flush, "total") : NULL;
-	} else if (!strcmp(name, "wall time")) {
+	if (!strcmp(name, "wall time")) {
 		*v = r->wall_s;
 		return !isnan(r->wall_s);
+	}
+	if (!strcmp(name, "tlb_flush")) {
+		c = r->has_flush ? ctrlist_find(&r->flush, "total") : NULL;
 	} else {
 		c = ctrlist_find(&r->hw, name);
 		if (!c)
@@ -216,7 +221,7 @@ static int collect_metrics(struct run *runs, int nruns, struct metric *m, int ma
 	};
 	int i, k, n = 0;
 
-	for (k = 0; k < (int)(sizeof(names) / sizeof(names[0])) && n < max; k++) {
+	for (k = 0; k < (int)ARRAY_SIZE(names) && n < max; k++) {
 		memset(&m[n], 0, sizeof(m[n]));
 		snprintf(m[n].name, NAMELEN, "%s", names[k]);
 		for (i = 0; i < nruns && i < 16; i++)
@@ -235,11 +240,11 @@ static void counters_panel(FILE *f, struct run *runs, int nruns, const char **la
 	char tip[2048], num[32], pct[32];
 	int i, k, n = collect_metrics(runs, nruns, m, 8);
 
-	text(f, W / 2, top - 14, "middle", 15, " font-weight=\"bold\"",
-	     "Main counters, relative to the first run (bar labels: absolute values)");
+	svg_text(f, W / 2, top - 14, "middle", 15, " font-weight=\"bold\"",
+		 "Main counters, relative to the first run (bar labels: absolute values)");
 	if (!n) {
-		text(f, W / 2, top + PLOT_H / 2, "middle", 14, NULL,
-		     "no non-zero counters in the first run");
+		svg_text(f, W / 2, top + PLOT_H / 2, "middle", 14, NULL,
+			 "no non-zero counters in the first run");
 		return;
 	}
 	for (k = 0; k < n; k++)
@@ -263,11 +268,12 @@ static void counters_panel(FILE *f, struct run *runs, int nruns, const char **la
 				 human(m[k].v[i], num, sizeof(num)), p);
 			bar(f, x, bw, top + PLOT_H - h, h, i, tip);
 			snprintf(pct, sizeof(pct), "%s", num);
-			text(f, x + bw / 2, top + PLOT_H - h - 4, "middle", 10, NULL, pct);
+			svg_text(f, x + bw / 2, top + PLOT_H - h - 4, "middle", 10, NULL, pct);
 		}
-		text(f, LEFT + (k + 0.5) * gw, top + PLOT_H + 16, "middle", 11, NULL, m[k].name);
+		svg_text(f, LEFT + (k + 0.5) * gw, top + PLOT_H + 16, "middle", 11, NULL,
+			 m[k].name);
 	}
-	text(f, LEFT + PLOT_W / 2, top + PLOT_H + 36, "middle", 12, NULL, "counter");
+	svg_text(f, LEFT + PLOT_W / 2, top + PLOT_H + 36, "middle", 12, NULL, "counter");
 }
 
 static void legend(FILE *f, int nruns, const char **labels)
@@ -277,7 +283,7 @@ static void legend(FILE *f, int nruns, const char **labels)
 	for (i = 0; i < nruns; i++) {
 		fprintf(f, "<rect x=\"%d\" y=\"40\" width=\"14\" height=\"14\" fill=\"%s\"/>\n",
 			x, colors[i % NCOLORS]);
-		text(f, x + 20, 52, "start", 12, NULL, labels[i]);
+		svg_text(f, x + 20, 52, "start", 12, NULL, labels[i]);
 		x += 40 + 8 * (int)strlen(labels[i]);
 	}
 }
@@ -292,10 +298,11 @@ int write_svg(FILE *f, struct run *runs, int nruns, const char **labels)
 	n = snprintf(title, sizeof(title), "migrc compare:");
 	for (i = 0; i < nruns && n < sizeof(title); i++)
 		n += snprintf(title + n, sizeof(title) - n, "%s %s", i ? " vs" : "", labels[i]);
-	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n", W, h, W, h);
+	fprintf(f,
+		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n",
+		W, h, W, h);
 	fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-	text(f, W / 2, 24, "middle", 18, " font-weight=\"bold\"", title);
+	svg_text(f, W / 2, 24, "middle", 18, " font-weight=\"bold\"", title);
 	legend(f, nruns, labels);
 	per_cpu_panel(f, runs, nruns, labels, TOP + 30);
 	counters_panel(f, runs, nruns, labels, TOP + 30 + PANEL_H + GAP / 2);

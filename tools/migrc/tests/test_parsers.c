@@ -46,7 +46,7 @@ static void diag(const char *fmt, ...)
 	printf("\n");
 }
 
-static char *fixture(const char *name)
+static char *read_fixture(const char *name)
 {
 	char path[4096], err[ERRLEN];
 	char *buf;
@@ -65,7 +65,7 @@ static char *fixture(const char *name)
 static bool irq_ok(const char *name, struct irq_snap *s)
 {
 	char err[ERRLEN] = "";
-	char *buf = fixture(name);
+	char *buf = read_fixture(name);
 	int ret = parse_interrupts(buf, s, err, sizeof(err));
 
 	free(buf);
@@ -78,7 +78,7 @@ static void irq_bad(const char *name, const char *expect)
 {
 	struct irq_snap s;
 	char err[ERRLEN] = "";
-	char *buf = fixture(name);
+	char *buf = read_fixture(name);
 	int ret = parse_interrupts(buf, &s, err, sizeof(err));
 
 	free(buf);
@@ -134,7 +134,7 @@ static void test_interrupts(void)
 static bool vm_ok(const char *name, struct ctrlist *l)
 {
 	char err[ERRLEN] = "";
-	char *buf = fixture(name);
+	char *buf = read_fixture(name);
 	int ret = parse_vmstat(buf, l, err, sizeof(err));
 
 	free(buf);
@@ -173,7 +173,7 @@ static void vm_bad(const char *name, const char *expect)
 {
 	struct ctrlist l;
 	char err[ERRLEN] = "";
-	char *buf = fixture(name);
+	char *buf = read_fixture(name);
 	int ret = parse_vmstat(buf, &l, err, sizeof(err));
 
 	free(buf);
@@ -206,7 +206,8 @@ static void test_vmstat(void)
 	vm_bad("vmstat-dup", "duplicate");
 	vm_bad("vmstat-empty", "empty");
 	ok(vmstat_interesting("numa_hit") && vmstat_interesting("migrc_anything") &&
-	   vmstat_interesting("nr_tlb_local_flush_one") && vmstat_interesting("pgpromote_success") &&
+	   vmstat_interesting("nr_tlb_local_flush_one") &&
+	   vmstat_interesting("pgpromote_success") &&
 	   !vmstat_interesting("pgfault") && !vmstat_interesting("nr_free_pages") &&
 	   !vmstat_interesting("thp_migration_success"), "vmstat: counter selection");
 }
@@ -254,7 +255,7 @@ static struct tep_event *parse_fixture(struct tep_handle *tep, const char *name,
 				       const char *system)
 {
 	char err[ERRLEN] = "";
-	char *buf = fixture(name);
+	char *buf = read_fixture(name);
 	struct tep_event *ev = tp_parse(tep, buf, strlen(buf), system, err, sizeof(err));
 
 	if (!ev)
@@ -351,11 +352,13 @@ static void json_bad(const char *text, const char *what)
 
 static void test_json(void)
 {
+	static const char doc[] = {
+		" {\"a\": [1, -2, 3.5e2, 119001107892], \"s\": \"x\\\"\\u00e9\\n\", \"t\": true, \"n\": null, \"o\": {}} "
+	};
 	char err[ERRLEN] = "", deep[300];
 	struct jval *v, *a;
 
-	v = json_parse(" {\"a\": [1, -2, 3.5e2, 119001107892], \"s\": \"x\\\"\\u00e9\\n\","
-		       " \"t\": true, \"n\": null, \"o\": {}} ", err, sizeof(err));
+	v = json_parse(doc, err, sizeof(err));
 	a = json_get(v, "a");
 	ok(v && a && a->n == 4 && a->kids[0]->is_int && a->kids[1]->i == -2 &&
 	   !a->kids[2]->is_int && a->kids[2]->num == 350 && a->kids[3]->i == 119001107892LL &&
@@ -378,7 +381,7 @@ static void test_json(void)
 
 static bool load(const char *name, struct run *r, char *err, size_t errlen)
 {
-	char *buf = fixture(name);
+	char *buf = read_fixture(name);
 	int ret = run_from_json(buf, r, err, errlen);
 
 	free(buf);
@@ -402,8 +405,9 @@ static void test_results(void)
 
 	ok(load("run-before.json", &r, err, sizeof(err)) && r.ncpus == 16 &&
 	   r.tlb_total == 21430968 && r.per_cpu[15] == 1340971 && r.has_flush &&
-	   val(&r.flush, "total") == 1357543886 && val(&r.hw, "dTLB-load-misses") == 119001107892LL &&
-	   val(&r.vmstat, "pgmigrate_success") == 1000000 && fabs(r.wall_s - 968.783) < 1e-9 &&
+	   val(&r.flush, "total") == 1357543886 &&
+	   val(&r.hw, "dTLB-load-misses") == 119001107892LL &&
+	   val(&r.vmstat, "pgmigrate_success") == 1000000 && fabs(r.wall_s - 968.783) < 1.0 / 1e9 &&
 	   r.command.n == 5 && !strcmp(r.label, "BEFORE"), "result: valid file loads exactly");
 	s = run_to_json(&r);
 	ok(!run_from_json(s, &r2, err, sizeof(err)) && r2.tlb_total == r.tlb_total &&
@@ -454,7 +458,8 @@ static void test_compare(void)
 	    !load("run-64cpu.json", &runs[2], err, sizeof(err)))
 		diag("cannot load compare fixtures: %s", err);
 	out = compare_to_string(runs, 2, "csv", NULL, &ret);
-	ok(ret == 0 && strstr(out, "\nTLB shootdowns (/proc/interrupts),total,21430968,1851680,91.36\n") &&
+	ok(ret == 0 &&
+	   strstr(out, "\nTLB shootdowns (/proc/interrupts),total,21430968,1851680,91.36\n") &&
 	   strstr(out, "\nTLB shootdowns (/proc/interrupts),CPU0,1364803,117257,91.41\n") &&
 	   strstr(out, "\ntlb:tlb_flush events by reason,total,1357543886,69175002,94.90\n") &&
 	   strstr(out, "\n/proc/vmstat,migrc_deferred,,99000,\n") &&
@@ -493,18 +498,20 @@ static void test_compare(void)
 
 static void test_trace(void)
 {
+	static const char *const lines[] = {	/* tracefs "trace", "trace-cmd report" */
+		"    llama-1234  [002] d..1.  100.001000: migrc_flush: reason=alloc gen=7 nr_cpus=3 nr_pages=512 age_us=0",
+		"      llama-1234  [002]   200.000001: migrc_flush:          reason=\"page cache write\" age_us=70000",
+	};
 	struct trace_kv kv[16];
 	struct trace_stats st;
 	char ev[NAMELEN];
 	char *buf, *line, *save = NULL;
 	int n;
 
-	n = parse_trace_line("    llama-1234  [002] d..1.  100.001000: migrc_flush: reason=alloc "
-			     "gen=7 nr_cpus=3 nr_pages=512 age_us=0", ev, sizeof(ev), kv, 16);
+	n = parse_trace_line(lines[0], ev, sizeof(ev), kv, 16);
 	ok(n == 5 && !strcmp(ev, "migrc_flush") && !strcmp(kv[0].val, "alloc") &&
 	   !strcmp(kv[4].key, "age_us"), "trace: tracefs line parsed (%d fields)", n);
-	n = parse_trace_line("      llama-1234  [002]   200.000001: migrc_flush:          "
-			     "reason=\"page cache write\" age_us=70000", ev, sizeof(ev), kv, 16);
+	n = parse_trace_line(lines[1], ev, sizeof(ev), kv, 16);
 	ok(n == 2 && !strcmp(kv[0].val, "page cache write") && !strcmp(kv[1].val, "70000"),
 	   "trace: trace-cmd report line with quoted value");
 	ok(parse_trace_line("# tracer: nop", ev, sizeof(ev), kv, 16) < 0 &&
@@ -514,7 +521,7 @@ static void test_trace(void)
 	   age_bucket(1023) == 10 && age_bucket(1024) == 11 &&
 	   age_bucket(UINT64_MAX) == NR_AGE_BUCKETS - 1, "trace: log2 buckets");
 	memset(&st, 0, sizeof(st));
-	buf = fixture("trace-migrc.txt");
+	buf = read_fixture("trace-migrc.txt");
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		trace_account_line(&st, line);
 	free(buf);
