@@ -16,7 +16,7 @@
 
 #define pr_fmt(fmt) "migrate_copy: " fmt
 
-#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/highmem.h>
 #include <linux/kobject.h>
 #include <linux/migrate.h>
@@ -63,7 +63,6 @@ static struct migrate_copy_backend __rcu *backend_cur;
 static unsigned int copy_threads;		/* 0: as many as useful */
 static unsigned int copy_policy = MIGRATE_COPY_AUTO;
 static unsigned int copy_min_pages = 32;
-static u32 copy_fail_next;			/* debugfs fault injection */
 
 /* Copy pages [start, end) of the batch, numbered across its folios. */
 static int copy_range(struct migrate_copy_job *job, unsigned long start,
@@ -352,16 +351,28 @@ static bool folio_batch_copyable(struct folio *src)
 	return folio_ref_count(src) == folio_expected_ref_count(src) + 1;
 }
 
-/* debugfs migrate_copy/fail_next: fail that many batches, then work again. */
+/*
+ * debugfs fail_migrate_copy/: make batched copies fail, to test the
+ * fallback to the per-folio copy.  A fault_attr, driven like
+ * fail_page_alloc (Documentation/fault-injection/fault-injection.rst).
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+static DECLARE_FAULT_ATTR(fail_migrate_copy);
+
 static bool copy_should_fail(void)
 {
-	u32 n = data_race(copy_fail_next);
-
-	if (!n)
-		return false;
-	WRITE_ONCE(copy_fail_next, n - 1);
-	return true;
+	return should_fail(&fail_migrate_copy, 1);
 }
+
+static void __init copy_fault_init(void)
+{
+	fault_create_debugfs_attr("fail_migrate_copy", NULL,
+				  &fail_migrate_copy);
+}
+#else
+static inline bool copy_should_fail(void) { return false; }
+static inline void copy_fault_init(void) { }
+#endif
 
 /**
  * migrate_folios_batch_copy - copy the data of a batch of unmapped folios
@@ -583,12 +594,7 @@ static int __init migrate_copy_init(void)
 		kobject_put(kobj);
 		return err;
 	}
-	if (IS_ENABLED(CONFIG_DEBUG_FS)) {
-		struct dentry *d = debugfs_create_dir("migrate_copy", NULL);
-
-		/* Fail the next N batched copies, to test the fallback. */
-		debugfs_create_u32("fail_next", 0600, d, &copy_fail_next);
-	}
+	copy_fault_init();
 	return 0;
 }
 subsys_initcall(migrate_copy_init);

@@ -8,6 +8,8 @@
 #include <linux/cpumask.h>
 #include <linux/migrate_copy.h>
 
+#include "internal.h"
+
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 
 static void split_whole_folios_test(struct kunit *test)

@@ -26,6 +26,7 @@
 #define pr_fmt(fmt) "migrc: " fmt
 
 #include <linux/debugfs.h>
+#include <linux/fault-inject.h>
 #include <linux/init.h>
 #include <linux/kobject.h>
 #include <linux/memcontrol.h>
@@ -75,27 +76,57 @@ static struct {
 
 #ifdef CONFIG_MIGRC_DEBUG
 static void migrc_debug_alloc(struct page *page, unsigned int order);
-/*
- * debugfs migrc/inject_skip, to prove that the tests and the checks catch
- * a missed flush: bit 0 skips the flush for tagged allocations, bit 1 the
- * write barrier, bit 2 frees sources untagged and unflushed to the per-CPU
- * lists, where they are reused at once.  Debug kernels only; it breaks
- * what migrc promises.
- */
-static u32 migrc_inject_skip;
-#define MIGRC_INJECT_SKIP_ALLOC	BIT(0)
-#define MIGRC_INJECT_SKIP_WRITE	BIT(1)
-#define MIGRC_INJECT_UNTAGGED	BIT(2)
-static bool migrc_injected(u32 what)
-{
-	return READ_ONCE(migrc_inject_skip) & what;
-}
 #else
 static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
-static inline bool migrc_injected(u32 what) { return false; }
-#define MIGRC_INJECT_SKIP_ALLOC	0
-#define MIGRC_INJECT_SKIP_WRITE	0
-#define MIGRC_INJECT_UNTAGGED	0
+#endif
+
+/*
+ * Fault injection, to prove that the tests and the debug checks catch a
+ * missed flush.  Debug kernels only: it breaks what migrc promises.  Each
+ * is a fault_attr under debugfs migrc/, driven like fail_page_alloc
+ * (Documentation/fault-injection/fault-injection.rst: probability,
+ * interval, times, verbose, task-filter):
+ *
+ *  skip_alloc_flush	hand out a tagged page without its flush
+ *  skip_write_flush	let a write pass the write barrier unflushed
+ *  free_untagged	free sources untagged and unflushed to the per-CPU
+ *			lists, where they are reused at once
+ */
+enum migrc_inject {
+	MIGRC_INJECT_SKIP_ALLOC,
+	MIGRC_INJECT_SKIP_WRITE,
+	MIGRC_INJECT_UNTAGGED,
+	NR_MIGRC_INJECT
+};
+
+#if defined(CONFIG_MIGRC_DEBUG) && defined(CONFIG_FAULT_INJECTION_DEBUG_FS)
+static struct fault_attr migrc_inject_attr[NR_MIGRC_INJECT] = {
+	[0 ... NR_MIGRC_INJECT - 1] = FAULT_ATTR_INITIALIZER,
+};
+
+static const char * const migrc_inject_name[NR_MIGRC_INJECT] = {
+	[MIGRC_INJECT_SKIP_ALLOC]	= "skip_alloc_flush",
+	[MIGRC_INJECT_SKIP_WRITE]	= "skip_write_flush",
+	[MIGRC_INJECT_UNTAGGED]		= "free_untagged",
+};
+
+static bool migrc_injected(enum migrc_inject what)
+{
+	return should_fail(&migrc_inject_attr[what], 1);
+}
+
+static void __init migrc_inject_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("migrc", NULL);
+	int i;
+
+	for (i = 0; i < NR_MIGRC_INJECT; i++)
+		fault_create_debugfs_attr(migrc_inject_name[i], dir,
+					  &migrc_inject_attr[i]);
+}
+#else
+static inline bool migrc_injected(enum migrc_inject what) { return false; }
+static inline void migrc_inject_init(void) { }
 #endif
 
 static void migrc_timeout_fn(struct work_struct *work);
@@ -250,7 +281,6 @@ struct migrc_batch {
 	struct arch_tlbflush_unmap_batch ro;	/* all deferrable entries */
 	bool active;		/* collecting for an eligible folio */
 	bool folio_ok;		/* its mappings so far were read-only, clean */
-	bool folio_has;		/* it has entries in ->folio */
 	bool committed;
 	int reason;
 	unsigned long nr_pages;
@@ -288,37 +318,39 @@ static bool migrc_folio_eligible(struct folio *folio)
 	return true;
 }
 
-/*
- * Open the batch of one migrate_pages_batch() call.  Migration nests (the
- * allocation of a destination may reclaim, and reclaim may demote), so the
- * caller keeps the outer batch in @outer and it is hidden until close.
- */
-struct migrc_batch *__migrc_batch_open(int reason, bool batched,
-				       struct migrc_batch **outer)
+/* See migrc_batch_open(). */
+struct migrc_batch *__migrc_batch_open(int reason, bool batched)
 {
-	struct migrc_batch *batch;
+	struct migrc_batch *batch, *outer = current->migrc_batch;
 
-	*outer = current->migrc_batch;
 	current->migrc_batch = NULL;
 	if (!batched)
-		return NULL;
+		return outer;
 	/*
 	 * The source goes straight to the caller of alloc_contig_range(), and
 	 * memory_failure() handles the source itself: nothing to gain.
 	 */
 	if (reason == MR_CONTIG_RANGE || reason == MR_MEMORY_FAILURE)
-		return NULL;
-	/* Never recurse into reclaim for this; without it, flush as today. */
-	batch = kzalloc(sizeof(*batch), GFP_NOWAIT | __GFP_NOWARN);
+		return outer;
+	/*
+	 * Never recurse into reclaim for this, and never dip into the
+	 * reserves (reclaim and kswapd run with PF_MEMALLOC); without a
+	 * batch, the caller flushes as today.
+	 */
+	batch = kzalloc(sizeof(*batch),
+			GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC);
 	if (!batch)
-		return NULL;
+		return outer;
 	batch->reason = reason;
 	current->migrc_batch = batch;
-	return batch;
+	return outer;
 }
 
-void __migrc_batch_close(struct migrc_batch *batch, struct migrc_batch *outer)
+/* See migrc_batch_close(). */
+void __migrc_batch_close(struct migrc_batch *outer)
 {
+	struct migrc_batch *batch = current->migrc_batch;
+
 	if (batch) {
 		/* A batch that never reached its flush point defers nothing. */
 		if (!batch->committed && !arch_tlbbatch_empty(&batch->ro)) {
@@ -339,7 +371,6 @@ void __migrc_unmap_begin(struct folio *folio)
 		return;
 	batch->active = true;
 	batch->folio_ok = true;
-	batch->folio_has = false;
 }
 
 /*
@@ -355,7 +386,7 @@ bool __migrc_unmap_end(struct folio *folio)
 	if (!batch || !batch->active)
 		return false;
 	batch->active = false;
-	if (!batch->folio_has)
+	if (arch_tlbbatch_empty(&batch->folio))
 		return false;
 
 	deferred = batch->folio_ok;
@@ -395,7 +426,6 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		return false;
 	}
 	arch_tlbbatch_add_pending(&batch->folio, vma->vm_mm, uaddr);
-	batch->folio_has = true;
 	return true;
 }
 
@@ -693,10 +723,7 @@ static int __init migrc_init(void)
 {
 	if (migrc_boot_on)
 		static_branch_enable(&migrc_key);
-#ifdef CONFIG_MIGRC_DEBUG
-	debugfs_create_u32("inject_skip", 0600,
-			   debugfs_create_dir("migrc", NULL), &migrc_inject_skip);
-#endif
+	migrc_inject_init();
 	pr_info("deferred TLB flush for migration %s\n",
 		migrc_boot_on ? "on" : "off");
 	return migrc_sysfs_init();

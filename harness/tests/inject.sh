@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Test the tests: on the debug kernel, make migrc skip a flush on purpose
-# (debugfs migrc/inject_skip) and check that the stale-TLB selftests fail
+# (the fault_attr files under debugfs migrc/) and check that the stale-TLB selftests fail
 # and that CONFIG_MIGRC_DEBUG reports it.  A test suite that still passed
 # here would prove nothing.  TAP output.
 set -u
@@ -16,13 +16,19 @@ check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
 echo "1..6"
-# inject BITS FIXTURE NAME [TEST]: run one fixture of a selftest (default
-# migrc_tlb) with the fault.
+# inject FAULT FIXTURE NAME [TEST]: run one fixture of a selftest (default
+# migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
+# failing every time, quietly.
 inject() {
 	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel debug --topo numa2 \
 		--cpus 2 --append migrc=on --timeout 600 -- sh -c "
 		echo 10000 > /sys/kernel/mm/migrc/max_age_ms
-		echo $1 > /sys/kernel/debug/migrc/inject_skip
+		if [ $1 != none ]; then
+			d=/sys/kernel/debug/migrc/$1
+			echo 0 > \$d/verbose && echo 1 > \$d/interval &&
+			echo -1 > \$d/times && echo 100 > \$d/probability ||
+				{ echo 'cannot arm $1'; exit 1; }
+		fi
 		$top/build/selftests/${4:-migrc_tlb} -f $2" > "$tmp/$3" 2>&1
 	rc=$?
 	grep -E '^(not )?ok|stale [1-9]|migrc_debug' "$tmp/$3" | head -8 | sed 's/^/# /'
@@ -30,17 +36,17 @@ inject() {
 
 # A tagged page handed out without its flush: the debug check reports it
 # (the selftests rarely see it: tagged pages are reused last).
-inject 1 reuse alloc
+inject skip_alloc_flush reuse alloc
 check "skipped allocation flush: the debug kernel reports it (status $rc)" \
 	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: page' '$tmp/alloc'"
 
 # Sources freed untagged to the per-CPU lists: reused at once.
-inject 4 reuse untagged
+inject free_untagged reuse untagged
 check "sources freed untagged: the reuse selftest sees stale data" \
 	grep -q "^not ok" "$tmp/untagged"
 
 # The write barrier skipped: the write selftest and the debug check.
-inject 2 file_write write
+inject skip_write_flush file_write write
 check "skipped write flush: the file_write selftest sees stale data" \
 	grep -q "^not ok" "$tmp/write"
 check "skipped write flush: the debug kernel reports it (status $rc)" \
@@ -48,12 +54,12 @@ check "skipped write flush: the debug kernel reports it (status $rc)" \
 
 # The fault-injection tests check the same barrier after failed and
 # concurrent migrations: the write after the move must be seen.
-inject 2 faults faults migrc_faults
+inject skip_write_flush faults faults migrc_faults
 check "skipped write flush: migrc_faults sees stale data" \
 	grep -q "^not ok" "$tmp/faults"
 
 # And nothing injected: the same runs pass on the debug kernel.
-inject 0 reuse none
+inject none reuse none
 check "nothing injected: reuse passes on the debug kernel (status $rc)" \
 	[ "$rc" -eq 0 ]
 [ "$fails" -eq 0 ]

@@ -68,25 +68,4 @@ static inline unsigned int migrate_batch_copy(struct list_head *srcs,
 int migrate_copy_register(struct migrate_copy_backend *backend);
 void migrate_copy_unregister(struct migrate_copy_backend *backend);
 
-/*
- * Split @nr_pages pages, made of @nr_items folios of @item_pages[] pages
- * each, into at most @threads contiguous ranges: ends[t] is the page index
- * one past the end of range t.  With at least as many folios as ranges,
- * ranges end on folio boundaries; with fewer, large folios are split.
- * Returns the number of non-empty ranges.  Pure, for KUnit.
- */
-unsigned int migrate_copy_split(const unsigned int *item_pages,
-				unsigned int nr_items, unsigned int threads,
-				unsigned long *ends);
-
-/*
- * Choose up to @want CPUs from @candidates into @out, idle ones first and
- * one per LLC domain (llc_id()) before a second one in any domain.
- * Returns how many were chosen.  Pure, for KUnit.
- */
-unsigned int migrate_copy_pick_cpus(const struct cpumask *candidates,
-				    const struct cpumask *idle,
-				    int (*llc_id)(unsigned int cpu),
-				    unsigned int want, unsigned int *out);
-
 #endif /* _LINUX_MIGRATE_COPY_H */

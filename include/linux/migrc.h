@@ -187,9 +187,8 @@ static inline bool migrc_gfp_can_flush(gfp_t gfp)
  * with migrc_put_source().
  */
 struct migrc_batch;
-struct migrc_batch *__migrc_batch_open(int reason, bool batched,
-				       struct migrc_batch **outer);
-void __migrc_batch_close(struct migrc_batch *batch, struct migrc_batch *outer);
+struct migrc_batch *__migrc_batch_open(int reason, bool batched);
+void __migrc_batch_close(struct migrc_batch *outer);
 void __migrc_unmap_begin(struct folio *folio);
 bool __migrc_unmap_end(struct folio *folio);
 void __migrc_batch_commit(void);
@@ -207,20 +206,36 @@ static inline void migrc_note_pte(pte_t pteval)
 		__migrc_note_pte(pteval);
 }
 
-static inline struct migrc_batch *
-migrc_batch_open(int reason, bool batched, struct migrc_batch **outer)
+/**
+ * migrc_batch_open - start collecting deferrable unmaps in current
+ * @reason: the migrate_reason of the caller
+ * @batched: whether the caller flushes its unmaps in one batch
+ *
+ * The batch is current->migrc_batch until migrc_batch_close().
+ * Migration nests (allocating a destination may reclaim, and reclaim may
+ * demote), so an outer batch is hidden meanwhile; like
+ * memalloc_noreclaim_save(), this returns what must be restored.
+ *
+ * Return: the outer batch, for migrc_batch_close().
+ */
+static inline struct migrc_batch *migrc_batch_open(int reason, bool batched)
 {
-	*outer = NULL;
 	if (!migrc_enabled())
 		return NULL;
-	return __migrc_batch_open(reason, batched, outer);
+	return __migrc_batch_open(reason, batched);
 }
 
-static inline void migrc_batch_close(struct migrc_batch *batch,
-				     struct migrc_batch *outer)
+/**
+ * migrc_batch_close - end current's batch and restore the outer one
+ * @outer: what migrc_batch_open() returned
+ *
+ * A batch that never reached its commit point defers nothing: its
+ * entries are flushed here.
+ */
+static inline void migrc_batch_close(struct migrc_batch *outer)
 {
 	if (migrc_enabled())
-		__migrc_batch_close(batch, outer);
+		__migrc_batch_close(outer);
 }
 
 static inline void migrc_unmap_begin(struct folio *folio)
@@ -256,14 +271,11 @@ static inline void migrc_prep_new_page(struct page *page, unsigned int order) { 
 static inline bool migrc_gfp_can_flush(gfp_t gfp) { return true; }
 
 struct migrc_batch;
-static inline struct migrc_batch *migrc_batch_open(int reason, bool batched,
-						   struct migrc_batch **outer)
+static inline struct migrc_batch *migrc_batch_open(int reason, bool batched)
 {
-	*outer = NULL;
 	return NULL;
 }
-static inline void migrc_batch_close(struct migrc_batch *batch,
-				     struct migrc_batch *outer) { }
+static inline void migrc_batch_close(struct migrc_batch *outer) { }
 static inline void migrc_unmap_begin(struct folio *folio) { }
 static inline bool migrc_unmap_end(struct folio *folio) { return false; }
 static inline void migrc_note_pte(pte_t pteval) { }
