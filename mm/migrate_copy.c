@@ -298,6 +298,15 @@ static struct migrate_copy_backend mt_backend = {
 	.copy = mt_copy,
 };
 
+/**
+ * migrate_copy_register - offer a batched copy backend
+ * @backend: the backend; ->name and ->copy must be set
+ *
+ * The backend becomes selectable in /sys/kernel/mm/migrate/copy_backend.
+ *
+ * Return: 0, -EINVAL if @backend is incomplete, -EEXIST if its name is
+ * taken.
+ */
 int migrate_copy_register(struct migrate_copy_backend *backend)
 {
 	struct migrate_copy_backend *b;
@@ -317,6 +326,13 @@ int migrate_copy_register(struct migrate_copy_backend *backend)
 }
 EXPORT_SYMBOL_GPL(migrate_copy_register);
 
+/**
+ * migrate_copy_unregister - withdraw a batched copy backend
+ * @backend: a registered backend
+ *
+ * If it is the selected one, batched copying stops (migration copies
+ * folio by folio).  Returns once no copy through @backend is running.
+ */
 void migrate_copy_unregister(struct migrate_copy_backend *backend)
 {
 	mutex_lock(&backend_lock);

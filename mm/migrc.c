@@ -184,6 +184,13 @@ void migrc_flush(unsigned long gen, enum migrc_flush_reason reason)
 	spin_unlock(&migrc_pending_batch.lock);
 }
 
+/**
+ * migrc_flush_all - complete every pending deferred flush
+ * @reason: why, for the counters and the tracepoint
+ *
+ * A no-op when migrc is off or nothing is pending.  Must be called from a
+ * context that may send IPIs and wait for them.
+ */
 void migrc_flush_all(enum migrc_flush_reason reason)
 {
 	if (!migrc_enabled() || !migrc_pending())
@@ -227,7 +234,18 @@ static unsigned long migrc_pages_need(struct page *page, unsigned int order,
 	return need;
 }
 
-/* Does handing out this block first need a deferred flush? */
+/**
+ * migrc_page_tagged - does handing out a free block first need a flush?
+ * @page: the first page of the block
+ * @order: the order of the block
+ *
+ * For allocations that may not flush (see migrc_gfp_can_flush()), which
+ * skip such a block.  Lockless; one read of the generations when nothing
+ * is pending.
+ *
+ * Return: true if a page of the block is tagged with a generation whose
+ * flush is not done.
+ */
 bool migrc_page_tagged(struct page *page, unsigned int order)
 {
 	bool found;
@@ -238,9 +256,13 @@ bool migrc_page_tagged(struct page *page, unsigned int order)
 	return found;
 }
 
-/*
+/**
+ * migrc_prep_new_page - finish the flush a block needs before its reuse
+ * @page: the first page of the block being allocated
+ * @order: the order of the block
+ *
  * Called first thing in post_alloc_hook(), before anything can write the
- * block: finish the flush its tags need and clear them.  The allocator
+ * block: finishes the flush its tags need and clears them.  The allocator
  * only gets here with a tagged block from contexts that may sleep (see
  * migrc_gfp_can_flush()), compaction and alloc_contig_range().
  */
@@ -363,6 +385,13 @@ void __migrc_batch_close(struct migrc_batch *outer)
 	current->migrc_batch = outer;
 }
 
+/**
+ * __migrc_unmap_begin - start collecting the entries of one folio
+ * @folio: the folio try_to_migrate() is about to unmap, locked
+ *
+ * Only an eligible folio (migrc_folio_eligible()) in an open, uncommitted
+ * batch is collected; the entries of any other are flushed as today.
+ */
 void __migrc_unmap_begin(struct folio *folio)
 {
 	struct migrc_batch *batch = current->migrc_batch;
@@ -373,10 +402,15 @@ void __migrc_unmap_begin(struct folio *folio)
 	batch->folio_ok = true;
 }
 
-/*
- * The folio's rmap walk is done.  If all its entries were deferrable, keep
- * them deferred and tell the caller to tag the source; otherwise hand them
- * to the ordinary batch, flushed at the flush point as today.
+/**
+ * __migrc_unmap_end - decide the fate of one folio's entries
+ * @folio: the folio whose rmap walk is done
+ *
+ * If all its entries were deferrable, keep them deferred; otherwise hand
+ * them to the ordinary batch, flushed at the flush point as today.
+ *
+ * Return: true if the entries are deferred and the caller must release
+ * the source with migrc_put_source() once moved.
  */
 bool __migrc_unmap_end(struct folio *folio)
 {
@@ -401,6 +435,13 @@ bool __migrc_unmap_end(struct folio *folio)
 	return deferred;
 }
 
+/**
+ * __migrc_note_pte - see every entry try_to_migrate() clears
+ * @pteval: the entry, as it was when cleared
+ *
+ * A writable or dirty entry, even one flushed at once, keeps the folio
+ * from being deferred.
+ */
 void __migrc_note_pte(pte_t pteval)
 {
 	struct migrc_batch *batch = current->migrc_batch;
@@ -409,10 +450,17 @@ void __migrc_note_pte(pte_t pteval)
 		batch->folio_ok = false;
 }
 
-/*
+/**
+ * migrc_defer_pte - take a cleared entry's flush for deferral
+ * @vma: the mapping the entry belonged to
+ * @pteval: the entry, as it was when cleared
+ * @uaddr: its user address
+ *
  * Called by set_tlb_ubc_flush_pending() for every accessible entry that
- * try_to_migrate() cleared with a batched flush.  Returns true if the entry
- * was taken for deferral.
+ * try_to_migrate() cleared with a batched flush.
+ *
+ * Return: true if the entry's flush was taken for deferral, false if the
+ * caller must batch it as usual.
  */
 bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		     unsigned long uaddr)
@@ -429,11 +477,14 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 	return true;
 }
 
-/*
+/**
+ * __migrc_batch_commit - publish the deferral of current's batch
+ *
  * At the batch's flush point, right after try_to_unmap_flush(): give the
  * deferred entries a generation and fold them into the pending batch.  The
  * generation is published after the PTEs were cleared and mm->tlb_gen was
- * bumped, which is what the per-CPU tracking relies on.
+ * bumped, which is what the per-CPU tracking relies on.  Arms the time
+ * bound, or flushes at once when max_pending_pages would be exceeded.
  */
 void __migrc_batch_commit(void)
 {
@@ -470,17 +521,20 @@ void __migrc_batch_commit(void)
 	count_vm_events(MIGRC_CPUS_DEFERRED, nr_cpus);
 	if (force)
 		__migrc_flush(MIGRC_FLUSH_PRESSURE);
-	spin_unlock(&migrc_pending_batch.lock);
-
-	if (first && !force)
+	else if (first)
+		/* Under the lock: a preempted committer cannot delay it. */
 		mod_delayed_work(system_unbound_wq, &migrc_timeout_work,
 				 msecs_to_jiffies(READ_ONCE(migrc_max_age_ms)));
+	spin_unlock(&migrc_pending_batch.lock);
 }
 
-/*
- * Release a source folio whose entries were deferred.  Only when ours is
- * the last reference can the page go back tagged; anyone else holding one
- * (a speculative lookup) would free it untagged, so flush first then.
+/**
+ * migrc_put_source - release a moved source whose flush was deferred
+ * @src: the source folio, unlocked, with migration's reference
+ *
+ * Only when ours is the last reference can the page go back tagged with
+ * the batch's generation (free_migrc_page()); anyone else holding one (a
+ * speculative lookup) would free it untagged, so flush first then.
  */
 void migrc_put_source(struct folio *src)
 {
@@ -545,6 +599,13 @@ static bool migrc_debug_take(unsigned long pfn, unsigned long *gen, bool erase)
 	return found;
 }
 
+/**
+ * migrc_debug_note_dst - record a destination whose source was deferred
+ * @dst: the destination folio
+ *
+ * Until the batch's generation is done, mapping @dst writable or writing
+ * it without the barrier is a bug that the checks below report.
+ */
 void migrc_debug_note_dst(struct folio *dst)
 {
 	struct migrc_batch *batch = current->migrc_batch;
@@ -562,6 +623,13 @@ static void migrc_debug_alloc(struct page *page, unsigned int order)
 		migrc_debug_take(pfn + i, &gen, true);
 }
 
+/**
+ * migrc_debug_set_pte - check a PTE being installed by set_ptes()
+ * @pte: the new entry
+ *
+ * Warns if @pte maps writable a recorded destination whose flush is still
+ * pending: a path made it writable without the write barrier.
+ */
 void migrc_debug_set_pte(pte_t pte)
 {
 	unsigned long gen;
@@ -576,6 +644,14 @@ void migrc_debug_set_pte(pte_t pte)
 }
 EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
 
+/**
+ * migrc_debug_check_folio - check a folio about to be written
+ * @folio: the folio
+ * @ip: the caller, for the report
+ *
+ * Called by migrc_folio_write() after its barrier; warns if a flush
+ * recorded for @folio is still pending.
+ */
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
 	unsigned long gen;
@@ -588,9 +664,13 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 }
 #endif
 
-/*
- * Free a folio that reclaim unmapped with its flush deferred and whose
- * references it already froze to zero (__remove_mapping()).
+/**
+ * migrc_free_frozen - free a folio reclaim unmapped with its flush deferred
+ * @folio: the folio, whose references reclaim froze to zero
+ *	   (__remove_mapping())
+ *
+ * Commits current's batch if that has not happened yet, then frees the
+ * page tagged with the batch's generation.
  */
 void migrc_free_frozen(struct folio *folio)
 {

@@ -124,7 +124,16 @@ static inline unsigned long migrc_gen_snapshot(void)
 	return migrc_enabled() ? smp_load_acquire(&migrc_gens.latest) : 0;
 }
 
-/* Lockless and read-only: the cheap "nothing pending" check. */
+/*
+ * Lockless and read-only: the cheap "nothing pending" check.  A caller
+ * that must see a deferral committed before it (a writer, ordered after
+ * the commit by the folio lock or the PTE lock) reads a latest that
+ * covers it; done can only equal that if the flush completed, whichever
+ * order the two loads are performed in.  That the caller's later stores
+ * are ordered after the flush it observed through done relies on x86's
+ * TSO (loads are not reordered with later stores); ARCH_HAS_MIGRC is x86
+ * only, and another architecture would need smp_load_acquire() here.
+ */
 static inline bool migrc_pending(void)
 {
 	return READ_ONCE(migrc_gens.done) != READ_ONCE(migrc_gens.latest);
