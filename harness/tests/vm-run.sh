@@ -3,7 +3,8 @@
 #
 # Self-tests of harness/vm-run, TAP output.  Each boots the patched kernel
 # (about 5 s under TCG) and checks one promise of vm-run: topology, tiers,
-# exit status, and that kernel reports and timeouts fail the run.
+# exit status, that kernel reports and timeouts fail the run, and that the
+# guest has the writable places programs expect.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/harness/vm-run
@@ -16,7 +17,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..11"
 
 # 1-3: tiered: node 0 has the CPUs, node 1 none; two distinct tiers;
 # the kernel picked node 1 as node 0's demotion target.
@@ -74,5 +75,31 @@ check "a timeout fails the run (status $rc)" [ "$rc" -eq 124 ]
 rc=$?
 check "bad --topo is a usage error with a message (status $rc)" \
 	sh -c "[ $rc -eq 2 ] && grep -q 'tiered or numa2' '$tmp/bad'"
+
+# 10-11: what a user's workload expects: /dev/shm (POSIX shared memory),
+# /dev/pts, writable /tmp, /var/tmp and /run, the /dev/fd links; and init
+# said nothing about a failed setup.
+"$vm" -- sh -c '
+	ls -ld /dev/shm
+	grep -q "^devpts /dev/pts " /proc/mounts && echo "pts mounted"
+	for d in /dev/shm /tmp /var/tmp /run /run/lock; do
+		f=$d/.vmrun-test.$$
+		touch "$f" && rm "$f" && echo "writable $d"
+	done
+	[ -e /dev/fd/0 ] && echo "fd links"
+	python3 -c "from multiprocessing import shared_memory as s
+m = s.SharedMemory(create=True, size=4096); m.buf[0] = 1; m.close(); m.unlink()
+print(\"shm ok\")"' > "$tmp/shm" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/shm"
+check "POSIX shared memory works in the guest (status $rc)" \
+	sh -c "[ $rc -eq 0 ] && grep -qx 'shm ok' '$tmp/shm' &&
+	       grep -q '^drwxrwxrwt .* /dev/shm\$' '$tmp/shm'"
+check "guest /dev/pts, /dev/fd and writable /dev/shm /tmp /var/tmp /run; no init complaint" \
+	sh -c "for w in 'pts mounted' 'fd links' 'writable /dev/shm' 'writable /tmp' \
+		'writable /var/tmp' 'writable /run' 'writable /run/lock'; do
+			grep -qx \"\$w\" '$tmp/shm' || exit 1
+		done
+		! grep -q 'vmrun-init:' '$tmp/shm'"
 
 [ "$fails" -eq 0 ]
