@@ -4,7 +4,10 @@
 # tools/migrc in the VM: "migrc stat" around a migration workload must
 # report what /proc/vmstat and /proc/interrupts say when read directly in
 # the same guest, and "migrc compare" of a migrc=off and a migrc=on run must
-# show the reduction those numbers give.  TAP output.
+# show the reduction those numbers give.  With migrc=on, "migrc trace" must
+# record one migrc_flush / migrc_defer event per flush round / deferred
+# batch that /proc/vmstat counts, name the flush reasons, and write text
+# that "migrc trace -i" reads back to the same counts.  TAP output.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 sel=$top/build/selftests
@@ -17,10 +20,24 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 # json FILE KEY: a number from the "vmstat" object or a top-level key.
 json() { tr ',{}' '\n\n\n' < "$1" | sed -n "s/^ *\"$2\": *\([0-9][0-9]*\).*/\1/p" | head -1; }
+# reasons FILE: "name=flushes/pages ..." from a "migrc trace" JSON file.
+reasons() {
+	sed -n 's/^    "\([^"]*\)": {"flushes": \([0-9]*\),"pages": \([0-9]*\)}.*/\1=\2\/\3/p' "$1" |
+		tr '\n' ' '
+}
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..10"
 for mode in off on; do
+	trace=
+	[ "$mode" = on ] && trace="
+		f() { awk '\$1 ~ /^migrc_flush_/ { s += \$2 } END { print s + 0 }' /proc/vmstat; }
+		b0=\$(v migrc_deferred_batches) f0=\$(f)
+		$sel/migrc trace -o $out/trace.txt -j $out/trace.json -- \
+			$sel/ro-stream -s 8 -n 20 -t 60 > $out/trace.out 2>&1
+		trc=\$?
+		b1=\$(v migrc_deferred_batches) f1=\$(f)
+		echo trc=\$trc batches=\$((b1 - b0)) flushes=\$((f1 - f0))"
 	"$top/harness/vm-run" --topo tiered --cpus 2 --append "migrc=$mode" -- sh -c "
 		v() { awk -v k=\$1 '\$1 == k { print \$2 }' /proc/vmstat; }
 		t() { awk '/TLB shootdowns/ { s = 0; for (i = 2; i <= NF; i++) if (\$i ~ /^[0-9]+\$/) s += \$i; print s }' /proc/interrupts; }
@@ -29,7 +46,7 @@ for mode in off on; do
 			$sel/ro-stream -s 8 -n 60 -t 120 > /dev/null
 		rc=\$?
 		m1=\$(v pgmigrate_success) t1=\$(t)
-		echo rc=\$rc migrated=\$((m1 - m0)) shootdowns=\$((t1 - t0))" \
+		echo rc=\$rc migrated=\$((m1 - m0)) shootdowns=\$((t1 - t0))$trace" \
 		> "$out/$mode.log" 2>&1
 	sed 's/^/# /' "$out/$mode.log" | tail -3
 	mig=$(sed -n 's/.*migrated=\([0-9]*\).*/\1/p' "$out/$mode.log")
@@ -43,6 +60,28 @@ for mode in off on; do
 	check "migrc=$mode: stat's shootdowns ($jt) within /proc/interrupts' ($shd), > 0" \
 		sh -c "[ -n '$jt' ] && [ '$jt' -gt 0 ] && [ '$jt' -le '$shd' ] && [ \$(( $shd - $jt )) -le 8 ]"
 done
+# The trace covers less than the shell's vmstat snapshots (its own setup
+# and teardown are outside it), so a few more rounds than events is fine.
+trc=$(sed -n 's/.*trc=\([0-9]*\).*/\1/p' "$out/on.log")
+fls=$(sed -n 's/.*flushes=\([0-9]*\).*/\1/p' "$out/on.log")
+bat=$(sed -n 's/.*batches=\([0-9]*\).*/\1/p' "$out/on.log")
+tf=$(json "$out/trace.json" flush_events)
+td=$(json "$out/trace.json" defer_events)
+rt=$(reasons "$out/trace.json")
+names=$(echo "$rt" | sed 's/=[0-9/]*//g')
+echo "# trace: exit $trc, flush events $tf (vmstat rounds $fls), defer events $td (batches $bat), reasons: $rt"
+check "migrc=on: trace exits 0 and names its flush reasons ($names)" \
+	sh -c "[ '$trc' = 0 ] && [ -n '$names' ] &&
+		for r in $names; do case \$r in alloc|write|timeout|pressure|other) ;; *) exit 1 ;; esac; done"
+check "migrc=on: trace's migrc_flush events ($tf) within vmstat's flush rounds ($fls), > 0" \
+	sh -c "[ -n '$tf' ] && [ '$tf' -gt 0 ] && [ '$tf' -le '$fls' ] && [ \$(( $fls - $tf )) -le 8 ]"
+check "migrc=on: trace's migrc_defer events ($td) within vmstat's deferred batches ($bat), > 0" \
+	sh -c "[ -n '$td' ] && [ '$td' -gt 0 ] && [ '$td' -le '$bat' ] && [ \$(( $bat - $td )) -le 8 ]"
+"$sel/migrc" trace -i "$out/trace.txt" -j "$out/trace-i.json" > /dev/null 2>&1
+ti=$(json "$out/trace-i.json" flush_events)
+ri=$(reasons "$out/trace-i.json")
+check "migrc=on: trace -i of the saved text gives the same flushes ($ti, $ri)" \
+	sh -c "[ -n '$ti' ] && [ '$ti' = '$tf' ] && [ '$ri' = '$rt' ]"
 "$sel/migrc" compare --format csv "$out/off.json" "$out/on.json" > "$out/cmp.csv"
 red=$(awk -F, '$1 ~ /^TLB shootdowns/ && $2 == "total" { print $5 }' "$out/cmp.csv")
 off=$(json "$out/off.json" total) on=$(json "$out/on.json" total)
