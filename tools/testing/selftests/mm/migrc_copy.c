@@ -58,6 +58,14 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "vm_util.h"
+/* thp_settings.h declares functions returning const unsigned long. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-qualifiers"
+#include "thp_settings.h"
+#pragma GCC diagnostic pop
+#include "migrc_util.h"
+
 #ifndef MPOL_MF_MOVE
 #define MPOL_MF_MOVE		(1 << 1)
 #endif
@@ -86,7 +94,7 @@
 
 /* ---- sysfs / procfs helpers ------------------------------------------ */
 
-static int read_file(const char *path, char *buf, size_t len)
+static int knob_read(const char *path, char *buf, size_t len)
 {
 	ssize_t n;
 	int fd = open(path, O_RDONLY);
@@ -105,7 +113,7 @@ static int read_file(const char *path, char *buf, size_t len)
 }
 
 /* Write @s (exactly strlen(s) bytes): 0, or -errno. */
-static int write_file(const char *path, const char *s)
+static int knob_write(const char *path, const char *s)
 {
 	size_t len = strlen(s);
 	ssize_t n;
@@ -123,12 +131,12 @@ static int write_file(const char *path, const char *s)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-static long read_num(const char *path)
+static long knob_read_num(const char *path)
 {
 	char buf[64], *end;
 	long v;
 
-	if (read_file(path, buf, sizeof(buf)))
+	if (knob_read(path, buf, sizeof(buf)))
 		return -1;
 	errno = 0;
 	v = strtol(buf, &end, 0);
@@ -137,12 +145,12 @@ static long read_num(const char *path)
 	return v;
 }
 
-static int write_num(const char *path, long v)
+static int knob_write_num(const char *path, long v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%ld", v);
-	return write_file(path, buf);
+	return knob_write(path, buf);
 }
 
 /*
@@ -154,7 +162,7 @@ static void read_choice(const char *path, char *out, size_t len)
 	char buf[256], *open_b, *close_b;
 
 	out[0] = 0;
-	if (read_file(path, buf, sizeof(buf)))
+	if (knob_read(path, buf, sizeof(buf)))
 		return;
 	open_b = strchr(buf, '[');
 	if (!open_b || strchr(open_b + 1, '['))
@@ -180,26 +188,26 @@ static void save_knobs(struct knobs *k)
 {
 	read_choice(K_BACKEND, k->backend, sizeof(k->backend));
 	read_choice(K_POLICY, k->policy, sizeof(k->policy));
-	k->threads = read_num(K_THREADS);
-	k->min_pages = read_num(K_MIN_PAGES);
-	k->fail_next = read_num(FAIL_NEXT);
-	k->numa_balancing = read_num(NUMA_BALANCING);
+	k->threads = knob_read_num(K_THREADS);
+	k->min_pages = knob_read_num(K_MIN_PAGES);
+	k->fail_next = knob_read_num(FAIL_NEXT);
+	k->numa_balancing = knob_read_num(NUMA_BALANCING);
 }
 
 static void restore_knobs(const struct knobs *k)
 {
 	if (k->backend[0])
-		write_file(K_BACKEND, k->backend);
+		knob_write(K_BACKEND, k->backend);
 	if (k->policy[0])
-		write_file(K_POLICY, k->policy);
+		knob_write(K_POLICY, k->policy);
 	if (k->threads >= 0)
-		write_num(K_THREADS, k->threads);
+		knob_write_num(K_THREADS, k->threads);
 	if (k->min_pages >= 0)
-		write_num(K_MIN_PAGES, k->min_pages);
+		knob_write_num(K_MIN_PAGES, k->min_pages);
 	if (k->fail_next >= 0)
-		write_num(FAIL_NEXT, k->fail_next);
+		knob_write_num(FAIL_NEXT, k->fail_next);
 	if (k->numa_balancing >= 0)
-		write_num(NUMA_BALANCING, k->numa_balancing);
+		knob_write_num(NUMA_BALANCING, k->numa_balancing);
 }
 
 /* ---- vmstat ------------------------------------------------------------- */
@@ -266,39 +274,6 @@ static const char *skip_reason(bool need_numa)
 	return NULL;
 }
 
-static bool thp_available(void)
-{
-	char buf[128];
-
-	if (read_file(THP_ENABLED, buf, sizeof(buf)))
-		return false;
-	return !strstr(buf, "[never]");
-}
-
-/* AnonHugePages of the VMA containing @addr, in kB; -1 if not found. */
-static long anon_huge_kb(void *addr)
-{
-	unsigned long a = (unsigned long)addr, start, end;
-	char line[512];
-	bool in = false;
-	long kb = -1;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2 &&
-		    strchr(line, '-') < strchr(line, ' ')) {
-			in = a >= start && a < end;
-			continue;
-		}
-		if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb;
-}
-
 static int allowed_cpus(int *cpus, int max)
 {
 	cpu_set_t set;
@@ -312,15 +287,6 @@ static int allowed_cpus(int *cpus, int max)
 	return n;
 }
 
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set);
-}
-
 static int pin_set(const int *cpus, int n)
 {
 	cpu_set_t set;
@@ -330,14 +296,6 @@ static int pin_set(const int *cpus, int n)
 	for (i = 0; i < n; i++)
 		CPU_SET(cpus[i], &set);
 	return sched_setaffinity(0, sizeof(set), &set);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* ---- test memory ------------------------------------------------------- */
@@ -468,7 +426,7 @@ static int membuf_init(struct membuf *b, enum mem_kind kind, size_t small_pages,
 	for (i = 0; i < thps; i++)
 		b->move_addr[n4k + i] = base + i * THP_SIZE;
 
-	if (b->thp_len && anon_huge_kb(base) < (long)(b->thp_len >> 10))
+	if (thps && !check_huge_anon(base, thps, THP_SIZE))
 		return 1;
 	return 0;
 }
@@ -741,10 +699,10 @@ static void copy_setup_common(struct __test_metadata *_metadata,
 	ASSERT_GE(saved->min_pages, 1);
 	*have_saved = true;
 	if (saved->numa_balancing > 0) {
-		ASSERT_EQ(0, write_file(NUMA_BALANCING, "0"));
+		ASSERT_EQ(0, knob_write(NUMA_BALANCING, "0"));
 	}
 	if (saved->fail_next > 0) {
-		ASSERT_EQ(0, write_file(FAIL_NEXT, "0"));
+		ASSERT_EQ(0, knob_write(FAIL_NEXT, "0"));
 	}
 }
 
@@ -778,11 +736,11 @@ static void expect_einval(struct __test_metadata *_metadata, const char *path,
 	char before[256], after[256];
 	int ret;
 
-	ASSERT_EQ(0, read_file(path, before, sizeof(before)));
-	ret = write_file(path, val);
+	ASSERT_EQ(0, knob_read(path, before, sizeof(before)));
+	ret = knob_write(path, val);
 	ASSERT_EQ(-EINVAL, ret)
 		TH_LOG("writing '%s' to %s: %d, expected -EINVAL", val, path, ret);
-	ASSERT_EQ(0, read_file(path, after, sizeof(after)));
+	ASSERT_EQ(0, knob_read(path, after, sizeof(after)));
 	ASSERT_STREQ(before, after)
 		TH_LOG("%s changed by the bad write '%s'", path, val);
 	(void)choice;
@@ -793,7 +751,7 @@ static void expect_choice(struct __test_metadata *_metadata, const char *path,
 {
 	char cur[32];
 
-	ASSERT_EQ(0, write_file(path, val)) TH_LOG("writing '%s' to %s", val, path);
+	ASSERT_EQ(0, knob_write(path, val)) TH_LOG("writing '%s' to %s", val, path);
 	read_choice(path, cur, sizeof(cur));
 	ASSERT_STREQ(want, cur) TH_LOG("%s after writing '%s'", path, val);
 }
@@ -801,8 +759,8 @@ static void expect_choice(struct __test_metadata *_metadata, const char *path,
 static void expect_num(struct __test_metadata *_metadata, const char *path,
 		       const char *val, long want)
 {
-	ASSERT_EQ(0, write_file(path, val)) TH_LOG("writing '%s' to %s", val, path);
-	ASSERT_EQ(want, read_num(path)) TH_LOG("%s after writing '%s'", path, val);
+	ASSERT_EQ(0, knob_write(path, val)) TH_LOG("writing '%s' to %s", val, path);
+	ASSERT_EQ(want, knob_read_num(path)) TH_LOG("%s after writing '%s'", path, val);
 }
 
 TEST_F(copy, knobs)
@@ -823,11 +781,11 @@ TEST_F(copy, knobs)
 	size_t i;
 
 	/* Format: "off serial mt" with exactly one selected, plus the others */
-	ASSERT_EQ(0, read_file(K_BACKEND, buf, sizeof(buf)));
+	ASSERT_EQ(0, knob_read(K_BACKEND, buf, sizeof(buf)));
 	ASSERT_NE(NULL, strstr(buf, "off")) TH_LOG("copy_backend: '%s'", buf);
 	ASSERT_NE(NULL, strstr(buf, "serial")) TH_LOG("copy_backend: '%s'", buf);
 	ASSERT_NE(NULL, strstr(buf, "mt")) TH_LOG("copy_backend: '%s'", buf);
-	ASSERT_EQ(0, read_file(K_POLICY, buf, sizeof(buf)));
+	ASSERT_EQ(0, knob_read(K_POLICY, buf, sizeof(buf)));
 	ASSERT_NE(NULL, strstr(buf, "auto")) TH_LOG("copy_policy: '%s'", buf);
 
 	/* Bad writes from two different starting values each. */
@@ -862,7 +820,7 @@ TEST_F(copy, knobs)
 	expect_choice(_metadata, K_BACKEND, "mt\n", "mt");
 	expect_choice(_metadata, K_BACKEND, "off\n", "off");
 	expect_choice(_metadata, K_BACKEND, "off", "off");
-	ASSERT_EQ(0, read_file(K_BACKEND, buf, sizeof(buf)));
+	ASSERT_EQ(0, knob_read(K_BACKEND, buf, sizeof(buf)));
 	ASSERT_EQ(0, strncmp(buf, "[off]", 5)) TH_LOG("copy_backend: '%s'", buf);
 	expect_choice(_metadata, K_BACKEND, "serial", "serial");
 
@@ -899,22 +857,22 @@ TEST_F_TIMEOUT(copy, fallback, TIMEOUT)
 	if (access(FAIL_NEXT, R_OK | W_OK))
 		SKIP(return, "no " FAIL_NEXT " (debugfs not mounted?)");
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 1024, 0));
-	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "1"))
 		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
-	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+	ASSERT_EQ(0, knob_write(K_THREADS, "0"))
 		TH_LOG("writing '%s' to %s", "0", K_THREADS);
-	ASSERT_EQ(0, write_file(K_BACKEND, "mt"))
+	ASSERT_EQ(0, knob_write(K_BACKEND, "mt"))
 		TH_LOG("writing '%s' to %s", "mt", K_BACKEND);
 	move_all(_metadata, &self->b, 0);
 
 	/* Every batch fails: 1024 pages are two batches of 512. */
-	ASSERT_EQ(0, write_file(FAIL_NEXT, "1000"))
+	ASSERT_EQ(0, knob_write(FAIL_NEXT, "1000"))
 		TH_LOG("writing '%s' to %s", "1000", FAIL_NEXT);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 1);
 	read_counters(c1);
 	counters_delta(c0, c1, d);
-	left = read_num(FAIL_NEXT);
+	left = knob_read_num(FAIL_NEXT);
 	ASSERT_DATA(&self->b);
 	ASSERT_EQ(1024, (long)moved);
 	ASSERT_GE(d[C_SUCCESS], (long long)moved);
@@ -928,7 +886,7 @@ TEST_F_TIMEOUT(copy, fallback, TIMEOUT)
 	ASSERT_EQ(0, d[C_THREADS]);
 
 	/* One failure, then batching works again. */
-	ASSERT_EQ(0, write_file(FAIL_NEXT, "1"))
+	ASSERT_EQ(0, knob_write(FAIL_NEXT, "1"))
 		TH_LOG("writing '%s' to %s", "1", FAIL_NEXT);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 0);
@@ -936,7 +894,7 @@ TEST_F_TIMEOUT(copy, fallback, TIMEOUT)
 	counters_delta(c0, c1, d);
 	ASSERT_DATA(&self->b);
 	ASSERT_EQ(1024, (long)moved);
-	ASSERT_EQ(0, read_num(FAIL_NEXT));
+	ASSERT_EQ(0, knob_read_num(FAIL_NEXT));
 	ASSERT_EQ(1, d[C_FALLBACK]);
 	ASSERT_GE(d[C_BATCHES], 1);
 	ASSERT_GE(d[C_PAGES], 512);
@@ -964,12 +922,12 @@ TEST_F_TIMEOUT(copy, off, TIMEOUT)
 	int i, r;
 
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 1024, 0));
-	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "1"))
 		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
-	ASSERT_EQ(0, write_file(K_BACKEND, "off"))
+	ASSERT_EQ(0, knob_write(K_BACKEND, "off"))
 		TH_LOG("writing '%s' to %s", "off", K_BACKEND);
 	if (inject)
-		ASSERT_EQ(0, write_file(FAIL_NEXT, "5"))
+		ASSERT_EQ(0, knob_write(FAIL_NEXT, "5"))
 		TH_LOG("writing '%s' to %s", "5", FAIL_NEXT);
 	read_counters(c0);
 	for (r = 0; r < 2; r++) {
@@ -986,7 +944,7 @@ TEST_F_TIMEOUT(copy, off, TIMEOUT)
 					  cnames[i], d[i]);
 	}
 	if (inject) {
-		EXPECT_EQ(5, read_num(FAIL_NEXT))
+		EXPECT_EQ(5, knob_read_num(FAIL_NEXT))
 			TH_LOG("fail_next consumed with backend off");
 	}
 }
@@ -1000,11 +958,11 @@ TEST_F_TIMEOUT(copy, min_pages, TIMEOUT)
 	int i;
 
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 100, 0));
-	ASSERT_EQ(0, write_file(K_BACKEND, "serial"))
+	ASSERT_EQ(0, knob_write(K_BACKEND, "serial"))
 		TH_LOG("writing '%s' to %s", "serial", K_BACKEND);
 	move_all(_metadata, &self->b, 0);
 
-	ASSERT_EQ(0, write_file(K_MIN_PAGES, "101"))
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "101"))
 		TH_LOG("writing '%s' to %s", "101", K_MIN_PAGES);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 1);
@@ -1017,7 +975,7 @@ TEST_F_TIMEOUT(copy, min_pages, TIMEOUT)
 					  cnames[i], d[i]);
 	}
 
-	ASSERT_EQ(0, write_file(K_MIN_PAGES, "100"))
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "100"))
 		TH_LOG("writing '%s' to %s", "100", K_MIN_PAGES);
 	read_counters(c0);
 	moved = move_all(_metadata, &self->b, 0);
@@ -1059,21 +1017,21 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 	both[0] = cpu0;
 	both[1] = cpu1;
 	ASSERT_EQ(0, membuf_init(&self->b, MEM_ANON, 1024, 0));
-	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "1"))
 		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
-	ASSERT_EQ(0, write_file(K_BACKEND, "mt"))
+	ASSERT_EQ(0, knob_write(K_BACKEND, "mt"))
 		TH_LOG("writing '%s' to %s", "mt", K_BACKEND);
 	move_all(_metadata, &self->b, 0);
 
 	/* Pinned to node 0: no helper may run on node 1, pull or push. */
 	ASSERT_EQ(0, pin_self(cpu0));
-	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+	ASSERT_EQ(0, knob_write(K_THREADS, "0"))
 		TH_LOG("writing '%s' to %s", "0", K_THREADS);
-	ASSERT_EQ(0, write_file(K_POLICY, "pull"))
+	ASSERT_EQ(0, knob_write(K_POLICY, "pull"))
 		TH_LOG("writing '%s' to %s", "pull", K_POLICY);
 	read_counters(c0);
 	move_all(_metadata, &self->b, 1);
-	ASSERT_EQ(0, write_file(K_POLICY, "push"))
+	ASSERT_EQ(0, knob_write(K_POLICY, "push"))
 		TH_LOG("writing '%s' to %s", "push", K_POLICY);
 	move_all(_metadata, &self->b, 0);
 	read_counters(c1);
@@ -1087,9 +1045,9 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 
 	/* copy_threads=1: never a helper, even where one is allowed. */
 	ASSERT_EQ(0, pin_set(both, 2));
-	ASSERT_EQ(0, write_file(K_THREADS, "1"))
+	ASSERT_EQ(0, knob_write(K_THREADS, "1"))
 		TH_LOG("writing '%s' to %s", "1", K_THREADS);
-	ASSERT_EQ(0, write_file(K_POLICY, "auto"))
+	ASSERT_EQ(0, knob_write(K_POLICY, "auto"))
 		TH_LOG("writing '%s' to %s", "auto", K_POLICY);
 	read_counters(c0);
 	move_all(_metadata, &self->b, 1);
@@ -1107,12 +1065,12 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 	 * node 1 (or pushing from node 1) can use the idle CPU there.  Idle
 	 * is a moment's state, so a few tries; at most 2 threads a batch.
 	 */
-	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+	ASSERT_EQ(0, knob_write(K_THREADS, "0"))
 		TH_LOG("writing '%s' to %s", "0", K_THREADS);
 	for (i = 0, helped = false; i < 8 && !helped; i++) {
 		ASSERT_EQ(0, pin_self(cpu0));
 		ASSERT_EQ(0, pin_set(both, 2));
-		ASSERT_EQ(0, write_file(K_POLICY, i & 1 ? "push" : "pull"));
+		ASSERT_EQ(0, knob_write(K_POLICY, i & 1 ? "push" : "pull"));
 		if (i & 1)
 			move_all(_metadata, &self->b, 1);
 		read_counters(c0);
@@ -1228,21 +1186,21 @@ TEST_F_TIMEOUT(integrity, move, TIMEOUT)
 		thps = 1;
 		break;
 	}
-	if (thps && !thp_available())
+	if (thps && !thp_is_enabled())
 		SKIP(return, "THP not available (" THP_ENABLED ")");
 	ret = membuf_init(&self->b, variant->mem, small, thps);
 	if (ret == 1)
-		SKIP(return, "no THP for the buffer (AnonHugePages %ld kB)",
-		     self->b.w ? anon_huge_kb(self->b.w) : -1L);
+		SKIP(return, "no THP for the buffer (AnonHugePages < %zu kB)",
+		     thps * (THP_SIZE >> 10));
 	ASSERT_EQ(0, ret) TH_LOG("cannot set up %s memory", mem_names[variant->mem]);
 
-	ASSERT_EQ(0, write_file(K_MIN_PAGES, "1"))
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "1"))
 		TH_LOG("writing '%s' to %s", "1", K_MIN_PAGES);
-	ASSERT_EQ(0, write_file(K_THREADS, "0"))
+	ASSERT_EQ(0, knob_write(K_THREADS, "0"))
 		TH_LOG("writing '%s' to %s", "0", K_THREADS);
-	ASSERT_EQ(0, write_file(K_POLICY, "auto"))
+	ASSERT_EQ(0, knob_write(K_POLICY, "auto"))
 		TH_LOG("writing '%s' to %s", "auto", K_POLICY);
-	ASSERT_EQ(0, write_file(K_BACKEND, variant->backend))
+	ASSERT_EQ(0, knob_write(K_BACKEND, variant->backend))
 		TH_LOG("writing '%s' to %s", variant->backend, K_BACKEND);
 
 	/* Start on node 0, then readers and writer on. */

@@ -120,6 +120,8 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "migrc_util.h"
+
 #ifndef MPOL_MF_MOVE
 #define MPOL_MF_MOVE		(1 << 1)
 #endif
@@ -230,38 +232,6 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double env_double(const char *name, double def, double min, double max)
-{
-	const char *s = getenv(name);
-	double v;
-
-	if (!s || !*s)
-		return def;
-	v = strtod(s, NULL);
-	if (!(v >= min))
-		v = min;
-	if (v > max)
-		v = max;
-	return v;
-}
-
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 /* Read a small file into buf without the trailing newline; 0 or -errno. */
 static int read_str(const char *path, char *buf, size_t size)
 {
@@ -353,42 +323,6 @@ static long long read_vmstat(const char *name)
 	return ret;
 }
 
-static int parse_list(const char *s, int *out, int max)
-{
-	int n = 0;
-
-	while (*s && *s != '\n') {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-
-		if (end == s)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (; a <= b && n < max; a++)
-			out[n++] = a;
-		s = end;
-		if (*s == ',')
-			s++;
-	}
-	return n;
-}
-
-static int memory_nodes(int *out, int max)
-{
-	char buf[4096];
-
-	if (read_str("/sys/devices/system/node/has_memory", buf, sizeof(buf)))
-		return 0;
-	return parse_list(buf, out, max);
-}
-
-static long move_pages_sys(int count, void **pages, const int *nodes,
-			   int *status, int flags)
-{
-	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags);
-}
-
 /* The value word i holds at generation gen; never 0. */
 static inline uint64_t word_enc(size_t i, uint64_t gen)
 {
@@ -396,20 +330,6 @@ static inline uint64_t word_enc(size_t i, uint64_t gen)
 		      (uint32_t)(gen * 0x9e3779b9U);
 
 	return ((gen + 1) << 32) | lo;
-}
-
-/* Is every byte of v the byte of a or of b at the same position? */
-static bool byte_mix(uint64_t v, uint64_t a, uint64_t b)
-{
-	int s;
-
-	for (s = 0; s < 64; s += 8) {
-		uint64_t x = (v >> s) & 0xff;
-
-		if (x != ((a >> s) & 0xff) && x != ((b >> s) & 0xff))
-			return false;
-	}
-	return true;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -73,6 +73,8 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 
+#include "migrc_util.h"
+
 #define DEFAULT_SECONDS		4.0
 #define MAX_SECONDS		60.0
 #define TEST_TIMEOUT		300
@@ -157,44 +159,12 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(unsigned int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static double env_double(const char *name, double def, double min, double max)
-{
-	const char *s = getenv(name);
-	double v;
-
-	if (!s || !*s)
-		return def;
-	v = strtod(s, NULL);
-	if (!(v >= min))
-		v = min;
-	if (v > max)
-		v = max;
-	return v;
-}
-
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
 }
 
 /* Read a small file into buf, NUL-terminated, without the final newline. */

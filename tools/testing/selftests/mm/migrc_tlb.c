@@ -84,6 +84,9 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "vm_util.h"
+#include "migrc_util.h"
+
 #ifndef MPOL_BIND
 #define MPOL_BIND		2
 #endif
@@ -205,38 +208,6 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static double env_double(const char *name, double def, double min, double max)
-{
-	const char *s = getenv(name);
-	double v;
-
-	if (!s || !*s)
-		return def;
-	v = strtod(s, NULL);
-	if (!(v >= min))
-		v = min;
-	if (v > max)
-		v = max;
-	return v;
-}
-
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
 static inline uint32_t word_lo(size_t i, uint64_t gen)
 {
 	return (0x5a17c0deU ^ (uint32_t)(i * 2654435761U)) ^
@@ -258,64 +229,6 @@ static void fill_words(volatile uint64_t *p, size_t n, uint64_t gen,
 		p[i] = word_enc(i, gen) | or;
 }
 
-/* Is every byte of v the byte of a or of b at the same position? */
-static bool byte_mix(uint64_t v, uint64_t a, uint64_t b)
-{
-	int s;
-
-	for (s = 0; s < 64; s += 8) {
-		uint64_t x = (v >> s) & 0xff;
-
-		if (x != ((a >> s) & 0xff) && x != ((b >> s) & 0xff))
-			return false;
-	}
-	return true;
-}
-
-static int parse_list(const char *s, int *out, int max)
-{
-	int n = 0;
-
-	while (*s && *s != '\n') {
-		char *end;
-		long a = strtol(s, &end, 10), b = a;
-
-		if (end == s)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (; a <= b && n < max; a++)
-			out[n++] = a;
-		s = end;
-		if (*s == ',')
-			s++;
-	}
-	return n;
-}
-
-static int memory_nodes(int *out, int max)
-{
-	char buf[4096];
-	ssize_t len;
-	int fd;
-
-	fd = open("/sys/devices/system/node/has_memory", O_RDONLY);
-	if (fd < 0)
-		return 0;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return 0;
-	buf[len] = 0;
-	return parse_list(buf, out, max);
-}
-
-static long move_pages_sys(int count, void **pages, const int *nodes,
-			   int *status, int flags)
-{
-	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags);
-}
-
 static long bind_to_node(int node)
 {
 	unsigned long mask[MAX_NODE_WORDS] = { 0 };
@@ -327,27 +240,22 @@ static long bind_to_node(int node)
 		       MAX_NODE_WORDS * 64);
 }
 
-/* PFN of the page mapped at addr, 0 if unknown (needs CAP_SYS_ADMIN). */
-static uint64_t pfn_of(int fd, const void *addr, size_t page_size)
-{
-	uint64_t ent;
-	off_t off = (uintptr_t)addr / page_size * sizeof(ent);
-
-	if (fd < 0 || pread(fd, &ent, sizeof(ent), off) != sizeof(ent))
-		return 0;
-	if (!(ent & (1ULL << 63)))
-		return 0;
-	return ent & ((1ULL << 55) - 1);
-}
-
+/*
+ * The PFN of each of the n pages at addr, 0 where unknown: not present, or
+ * hidden (pagemap shows PFNs only with CAP_SYS_ADMIN).
+ */
 static void record_pfns(uint64_t *out, const void *addr, int n,
 			size_t page_size)
 {
 	int fd = open("/proc/self/pagemap", O_RDONLY), i;
 
-	for (i = 0; i < n; i++)
-		out[i] = pfn_of(fd, (const char *)addr + i * page_size,
-				page_size);
+	for (i = 0; i < n; i++) {
+		unsigned long pfn = -1UL;
+
+		if (fd >= 0)
+			pfn = pagemap_get_pfn(fd, (char *)addr + i * page_size);
+		out[i] = pfn == -1UL ? 0 : pfn;
+	}
 	if (fd >= 0)
 		close(fd);
 }

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the migrc selftests (migrc_tlb, migrc_copy,
+ * migrc_reclaim, migrc_faults).  What upstream already has is taken from
+ * vm_util.h (pagemap_get_pfn(), check_huge_anon()) and thp_settings.h
+ * (thp_is_enabled()); this header holds only the rest.
+ *
+ * Include it after kselftest_harness.h, which defines _GNU_SOURCE for
+ * sched_setaffinity() and the CPU_* macros.
+ */
+#ifndef __MIGRC_UTIL_H__
+#define __MIGRC_UTIL_H__
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+/* Seconds on CLOCK_MONOTONIC. */
+static inline double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The number in environment variable @name, clamped to [@min, @max]
+ * (anything that is not a number counts as @min); @def if unset or empty.
+ */
+static inline double env_double(const char *name, double def, double min,
+				double max)
+{
+	const char *s = getenv(name);
+	double v;
+
+	if (!s || !*s)
+		return def;
+	v = strtod(s, NULL);
+	if (!(v >= min))
+		v = min;
+	if (v > max)
+		v = max;
+	return v;
+}
+
+/* Run the calling thread on @cpu only: 0 or -errno. */
+static inline int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+/*
+ * Is every byte of @v the byte of @a or of @b at the same position?  A
+ * word torn by a byte-granular copy that is still running is such a mix.
+ */
+static inline bool byte_mix(uint64_t v, uint64_t a, uint64_t b)
+{
+	int s;
+
+	for (s = 0; s < 64; s += 8) {
+		uint64_t x = (v >> s) & 0xff;
+
+		if (x != ((a >> s) & 0xff) && x != ((b >> s) & 0xff))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Parse a sysfs list such as "0-2,4" into @out (at most @max entries);
+ * returns how many were stored.
+ */
+static inline int parse_list(const char *s, int *out, int max)
+{
+	int n = 0;
+
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (; a <= b && n < max; a++)
+			out[n++] = a;
+		s = end;
+		if (*s == ',')
+			s++;
+	}
+	return n;
+}
+
+/* The nodes with memory, at most @max of them, into @out: how many. */
+static inline int memory_nodes(int *out, int max)
+{
+	char buf[4096];
+	ssize_t len;
+	int fd;
+
+	fd = open("/sys/devices/system/node/has_memory", O_RDONLY);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	return parse_list(buf, out, max);
+}
+
+/* move_pages(2) on the calling process, without libnuma's wrapper. */
+static inline long move_pages_sys(int count, void **pages, const int *nodes,
+				  int *status, int flags)
+{
+	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags);
+}
+
+#endif /* __MIGRC_UTIL_H__ */
