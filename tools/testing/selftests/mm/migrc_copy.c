@@ -7,7 +7,7 @@
  * batch over idle CPUs of the source or destination node), before the
  * per-folio moves, which then skip their own copy.  The knobs live in
  * /sys/kernel/mm/migrate/ (copy_backend, copy_threads, copy_policy,
- * copy_min_pages), a fault injection in debugfs migrate_copy/fail_next,
+ * copy_min_pages), fault injection through debugfs fail_migrate_copy/,
  * and the pgmigrate_copy_* vmstat counters account for the work.  Only the
  * batched (async) pass of migrate_pages() uses it: move_pages() of many
  * pages at once reaches it.
@@ -22,10 +22,10 @@
  *                     time and a writer thread updates one word per page;
  *                     per-page status, page placement, final data and the
  *                     counters are checked exactly
- *   copy.fallback     fail_next makes batched copies fail: the per-folio
+ *   copy.fallback     fail_migrate_copy makes batched copies fail: the per-folio
  *                     copy takes over, data intact, counters say so
  *   copy.off          backend off: no pgmigrate_copy_* counter moves, and
- *                     fail_next is not consumed
+ *                     no injected failure is consumed
  *   copy.min_pages    a batch below copy_min_pages is not batch-copied,
  *                     one at the threshold is
  *   copy.mt_threads   the mt backend uses helper CPUs only where the
@@ -78,7 +78,14 @@
 #define K_THREADS		MIG_DIR "/copy_threads"
 #define K_POLICY		MIG_DIR "/copy_policy"
 #define K_MIN_PAGES		MIG_DIR "/copy_min_pages"
-#define FAIL_NEXT		"/sys/kernel/debug/migrate_copy/fail_next"
+/*
+ * The fault_attr of the batched copy.  With probability 100, interval 1
+ * and verbose 0 (set by save_knobs()), "times" is the number of batched
+ * copies that will still fail: the fail_next of this test.
+ */
+#define FAIL_DIR		"/sys/kernel/debug/fail_migrate_copy"
+#define FAIL_NEXT		FAIL_DIR "/times"
+#define FAIL_PROB		FAIL_DIR "/probability"
 #define NUMA_BALANCING		"/proc/sys/kernel/numa_balancing"
 #define THP_ENABLED		"/sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -191,6 +198,12 @@ static void save_knobs(struct knobs *k)
 	k->threads = knob_read_num(K_THREADS);
 	k->min_pages = knob_read_num(K_MIN_PAGES);
 	k->fail_next = knob_read_num(FAIL_NEXT);
+	if (k->fail_next >= 0) {
+		knob_write_num(FAIL_NEXT, 0);
+		knob_write(FAIL_DIR "/verbose", "0");
+		knob_write(FAIL_DIR "/interval", "1");
+		knob_write(FAIL_PROB, "100");
+	}
 	k->numa_balancing = knob_read_num(NUMA_BALANCING);
 }
 
@@ -204,8 +217,10 @@ static void restore_knobs(const struct knobs *k)
 		knob_write_num(K_THREADS, k->threads);
 	if (k->min_pages >= 0)
 		knob_write_num(K_MIN_PAGES, k->min_pages);
-	if (k->fail_next >= 0)
+	if (k->fail_next >= 0) {
+		knob_write(FAIL_PROB, "0");
 		knob_write_num(FAIL_NEXT, k->fail_next);
+	}
 	if (k->numa_balancing >= 0)
 		knob_write_num(NUMA_BALANCING, k->numa_balancing);
 }

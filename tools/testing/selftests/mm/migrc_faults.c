@@ -75,7 +75,7 @@
  *                     are tolerated.  No content error; every page ends up
  *                     on one of the two nodes.
  *   copy_fallback     with the batched copy (/sys/kernel/mm/migrate/) set to
- *                     the "mt" backend, debugfs migrate_copy/fail_next makes
+ *                     the "mt" backend, debugfs fail_migrate_copy/ makes
  *                     every other batched copy fail: that move must still
  *                     succeed through the per-folio copy and count exactly
  *                     one pgmigrate_copy_fallback, the others are batch-
@@ -146,7 +146,9 @@
 #define COPY_BACKEND		MIGRATE_DIR "/copy_backend"
 #define COPY_MIN_PAGES		MIGRATE_DIR "/copy_min_pages"
 #define COPY_THREADS		MIGRATE_DIR "/copy_threads"
-#define COPY_FAIL_NEXT		"/sys/kernel/debug/migrate_copy/fail_next"
+/* fault_attr: with probability 100, "times" is how many copies still fail */
+#define COPY_FAIL_DIR		"/sys/kernel/debug/fail_migrate_copy"
+#define COPY_FAIL_NEXT		COPY_FAIL_DIR "/times"
 #define NUMA_BALANCING		"/proc/sys/kernel/numa_balancing"
 #define MAKE_IT_FAIL		"/proc/thread-self/make-it-fail"
 
@@ -694,6 +696,7 @@ static void restore_knobs(struct saved *s)
 		s->fpa = false;
 	}
 	if (s->copy) {
+		write_str(COPY_FAIL_DIR "/probability", "0");
 		write_str(COPY_FAIL_NEXT, s->fail_next);
 		write_str(COPY_BACKEND, s->backend);
 		write_str(COPY_MIN_PAGES, s->min_pages);
@@ -1293,6 +1296,9 @@ TEST_F_TIMEOUT(faults, copy_fallback, TEST_TIMEOUT)
 
 	/* mt backend, every batch (this one is npages) batch-copied. */
 	ASSERT_EQ(write_str(COPY_FAIL_NEXT, "0"), 0);
+	ASSERT_EQ(write_str(COPY_FAIL_DIR "/verbose", "0"), 0);
+	ASSERT_EQ(write_str(COPY_FAIL_DIR "/interval", "1"), 0);
+	ASSERT_EQ(write_str(COPY_FAIL_DIR "/probability", "100"), 0);
 	ASSERT_EQ(write_str(COPY_MIN_PAGES, "1"), 0);
 	ASSERT_EQ(write_str(COPY_THREADS, "0"), 0);
 	ASSERT_EQ(write_str(COPY_BACKEND, "mt"), 0);
