@@ -26,6 +26,7 @@
 #define pr_fmt(fmt) "migrc: " fmt
 
 #include <linux/debugfs.h>
+#include <linux/fs.h>
 #include <linux/fault-inject.h>
 #include <linux/init.h>
 #include <linux/kobject.h>
@@ -35,6 +36,7 @@
 #include <linux/mm.h>
 #include <linux/page_ref.h>
 #include <linux/sched.h>
+#include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/sysfs.h>
@@ -303,10 +305,10 @@ struct migrc_batch {
 	struct arch_tlbflush_unmap_batch ro;	/* all deferrable entries */
 	bool active;		/* collecting for an eligible folio */
 	bool folio_ok;		/* its mappings so far were read-only, clean */
-	bool committed;
 	int reason;
-	unsigned long nr_pages;
-	unsigned long gen;
+	unsigned long nr_pages;	/* deferred since the last commit */
+	unsigned long gen;	/* of the last commit; covers every folio
+				 * deferred before it */
 };
 
 /*
@@ -321,14 +323,66 @@ static bool migrc_vma_ok(struct vm_area_struct *vma)
 	return !is_vm_hugetlb_page(vma);
 }
 
+/* Is every way the data of @mapping can change known?  See below. */
+static bool migrc_mapping_safe(struct address_space *mapping)
+{
+	if (shmem_mapping(mapping))
+		return true;
+	return mapping->host &&
+	       (mapping->host->i_sb->s_type->fs_flags & FS_MIGRC_BARRIERS);
+}
+
+/**
+ * migrc_folio_safe - is every way the folio's data can change known?
+ * @folio: a locked folio, so its mapping is stable
+ *
+ * A stale read-only entry goes on reading the old page until its flush,
+ * so a deferral is sound only if every path that can change the data a
+ * reader expects there passes a barrier first.  Anonymous memory changes
+ * only through its page tables (write faults, GUP, userfaultfd), shmem
+ * also through its write path; all of those are hooked.  The page cache of
+ * a filesystem changes in more ways: direct I/O and fallocate() that never
+ * touch a cached folio, sub-block zeroing, reflink, changes made by another
+ * node.  Only a filesystem that declares all of those covered
+ * (FS_MIGRC_BARRIERS, see Documentation/mm/migrc.rst) is in the set;
+ * every other file, and block devices, are flushed as today.
+ *
+ * Return: true if the folio may have its flush deferred.
+ */
+static bool migrc_folio_safe(struct folio *folio)
+{
+	if (folio_test_anon(folio))
+		return true;
+	return folio->mapping && migrc_mapping_safe(folio->mapping);
+}
+
+/**
+ * __migrc_mapping_barrier - finish deferrals before file data changes
+ * @mapping: the file whose data is about to change without a cached folio
+ *
+ * Direct I/O, fallocate() and truncation of a file in the safe set change
+ * its data without writing a cached folio, so no folio hook sees them.
+ * They all pass invalidate_inode_pages2_range() or
+ * truncate_inode_pages_range(), which call this after their walk of the
+ * page cache.  Reclaim commits a deferral before the folio can leave the
+ * page cache (shrink_folio_list()), so a walk that no longer finds the
+ * folio orders after the commit, and the full barrier makes the commit
+ * visible to migrc_pending() here.
+ */
+void __migrc_mapping_barrier(struct address_space *mapping)
+{
+	if (!migrc_mapping_safe(mapping))
+		return;		/* nothing of it was deferred */
+	smp_mb();
+	migrc_flush_all(MIGRC_FLUSH_WRITE);
+}
+
 static bool migrc_folio_eligible(struct folio *folio)
 {
 	/* Large folios: one tag per page would be needed; not yet. */
 	if (folio_test_large(folio) || folio_test_hugetlb(folio))
 		return false;
 	if (folio_is_zone_device(folio) || folio_test_ksm(folio))
-		return false;
-	if (!folio_test_anon(folio) && !folio->mapping)
 		return false;
 	/*
 	 * These write to or unmap the page when it is freed, which a stale
@@ -337,6 +391,10 @@ static bool migrc_folio_eligible(struct folio *folio)
 	if (want_init_on_free() || debug_pagealloc_enabled() ||
 	    page_poisoning_enabled_static() || kasan_hw_tags_enabled())
 		return false;
+	if (!migrc_folio_safe(folio)) {
+		count_vm_events(MIGRC_EXCLUDED_PAGES, folio_nr_pages(folio));
+		return false;
+	}
 	return true;
 }
 
@@ -375,7 +433,7 @@ void __migrc_batch_close(struct migrc_batch *outer)
 
 	if (batch) {
 		/* A batch that never reached its flush point defers nothing. */
-		if (!batch->committed && !arch_tlbbatch_empty(&batch->ro)) {
+		if (!arch_tlbbatch_empty(&batch->ro)) {
 			arch_tlbbatch_fold(&current->tlb_ubc.arch, &batch->ro);
 			current->tlb_ubc.flush_required = true;
 			try_to_unmap_flush();
@@ -389,14 +447,14 @@ void __migrc_batch_close(struct migrc_batch *outer)
  * __migrc_unmap_begin - start collecting the entries of one folio
  * @folio: the folio try_to_migrate() is about to unmap, locked
  *
- * Only an eligible folio (migrc_folio_eligible()) in an open, uncommitted
+ * Only an eligible folio (migrc_folio_eligible()) in an open
  * batch is collected; the entries of any other are flushed as today.
  */
 void __migrc_unmap_begin(struct folio *folio)
 {
 	struct migrc_batch *batch = current->migrc_batch;
 
-	if (!batch || batch->committed || !migrc_folio_eligible(folio))
+	if (!batch || !migrc_folio_eligible(folio))
 		return;
 	batch->active = true;
 	batch->folio_ok = true;
@@ -481,10 +539,13 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
  * __migrc_batch_commit - publish the deferral of current's batch
  *
  * At the batch's flush point, right after try_to_unmap_flush(): give the
- * deferred entries a generation and fold them into the pending batch.  The
- * generation is published after the PTEs were cleared and mm->tlb_gen was
- * bumped, which is what the per-CPU tracking relies on.  Arms the time
- * bound, or flushes at once when max_pending_pages would be exceeded.
+ * entries deferred since the last commit a generation and fold them into
+ * the pending batch.  The generation is published after the PTEs were
+ * cleared and mm->tlb_gen was bumped, which is what the per-CPU tracking
+ * relies on.  Arms the time bound, or flushes at once when
+ * max_pending_pages would be exceeded.  Reclaim commits each folio before
+ * it can leave the page cache, so a batch may commit many times; the
+ * batch's generation is then the newest, which covers all of them.
  */
 void __migrc_batch_commit(void)
 {
@@ -495,9 +556,9 @@ void __migrc_batch_commit(void)
 
 	if (!batch)
 		return;
-	batch->committed = true;
 	if (!batch->nr_pages) {
-		batch->gen = READ_ONCE(migrc_gens.done);
+		if (!batch->gen)
+			batch->gen = READ_ONCE(migrc_gens.done);
 		return;
 	}
 
@@ -526,6 +587,9 @@ void __migrc_batch_commit(void)
 		mod_delayed_work(system_unbound_wq, &migrc_timeout_work,
 				 msecs_to_jiffies(READ_ONCE(migrc_max_age_ms)));
 	spin_unlock(&migrc_pending_batch.lock);
+	/* Published: what the batch defers next needs a commit of its own. */
+	arch_tlbbatch_clear(&batch->ro);
+	batch->nr_pages = 0;
 }
 
 /**
@@ -539,8 +603,11 @@ void __migrc_batch_commit(void)
 void migrc_put_source(struct folio *src)
 {
 	struct migrc_batch *batch = current->migrc_batch;
-	unsigned long gen = batch ? batch->gen : READ_ONCE(migrc_gens.latest);
+	unsigned long gen;
 
+	if (batch && batch->nr_pages)
+		__migrc_batch_commit();	/* never free under an older generation */
+	gen = batch ? batch->gen : READ_ONCE(migrc_gens.latest);
 	if (migrc_injected(MIGRC_INJECT_UNTAGGED)) {
 		folio_put(src);
 		return;
@@ -669,8 +736,8 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
  * @folio: the folio, whose references reclaim froze to zero
  *	   (__remove_mapping())
  *
- * Commits current's batch if that has not happened yet, then frees the
- * page tagged with the batch's generation.
+ * Commits what current's batch deferred since its last commit, if
+ * anything, then frees the page tagged with the batch's generation.
  */
 void migrc_free_frozen(struct folio *folio)
 {
@@ -679,7 +746,7 @@ void migrc_free_frozen(struct folio *folio)
 	VM_WARN_ON_ONCE_FOLIO(folio_ref_count(folio), folio);
 	if (WARN_ON_ONCE(!batch))
 		return;			/* leak rather than hand it out */
-	if (!batch->committed)
+	if (batch->nr_pages)
 		__migrc_batch_commit();
 	mem_cgroup_uncharge(folio);
 	free_migrc_page(&folio->page, batch->gen);

@@ -60,7 +60,7 @@ num() { v=$(val "$1"); case $v in ''|*[!0-9-]*) echo -1 ;; *) echo "$v" ;; esac;
 # reuse mapping, 16 + 16 + 8 + 4 + 4 MB, plus the fork children's
 # copy-on-write copies (4 MB), are anonymous or shmem memory: without swap
 # the memory cgroup can only demote them, never reclaim them.  The 64 MB
-# reclaim file (9p) comes on top.  memory.max = 80 MB leaves the file about
+# reclaim file (ext4) comes on top.  memory.max = 80 MB leaves the file about
 # 24 MB, so the readers' own refaults keep reclaiming it (and demoting to
 # node 1 first), without an OOM kill.  The VM has 1 GB per node.
 size_mb=16 reclaim_mb=64 limit_mb=80
@@ -84,6 +84,10 @@ snap() {
 	fi
 }
 
+# The reclaim file lives on ext4, a filesystem in migrc's safe set (the
+# repository's 9p mount is not: its pages would never be deferred).
+"$top/harness/guest/scratch-ext4" -s $((reclaim_mb + 64)) /mnt/migrc-ext4 > /dev/null ||
+	echo "setup_error: scratch-ext4"
 snap before
 if [ -d \$K ]; then
 	echo "migrc_enabled: \$(cat \$K/enabled)"
@@ -104,7 +108,7 @@ echo ${limit_mb}M > \$CG/soak/memory.max || echo "setup_error: memory.max"
 echo 0 > \$CG/soak/memory.swap.max 2>/dev/null
 
 sh -c "echo \\\$\\\$ > \$CG/soak/cgroup.procs &&
-	exec $soak -t $seconds -s $size_mb -m $reclaim_mb -d /tmp -D $work" \
+	exec $soak -t $seconds -s $size_mb -m $reclaim_mb -d /tmp -D /mnt/migrc-ext4" \
 	> /tmp/soak.out 2> /tmp/soak.err
 echo "soak_rc: \$?"
 cat /tmp/soak.out

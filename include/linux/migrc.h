@@ -18,6 +18,7 @@
 
 struct page;
 struct folio;
+struct address_space;
 struct vm_area_struct;
 struct arch_tlbflush_unmap_batch;
 
@@ -154,6 +155,18 @@ static __always_inline void migrc_write_barrier(void)
 		migrc_flush_all(MIGRC_FLUSH_WRITE);
 }
 
+void __migrc_mapping_barrier(struct address_space *mapping);
+
+/*
+ * Before data of @mapping changes without a cached folio being written
+ * (direct I/O, fallocate(), truncation): see __migrc_mapping_barrier().
+ */
+static inline void migrc_mapping_barrier(struct address_space *mapping)
+{
+	if (migrc_enabled())
+		__migrc_mapping_barrier(mapping);
+}
+
 #ifdef CONFIG_MIGRC_DEBUG
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip);
 void migrc_debug_note_dst(struct folio *dst);
@@ -271,6 +284,7 @@ static inline unsigned long migrc_gen_snapshot(void) { return 0; }
 static inline bool migrc_pending(void) { return false; }
 static inline void migrc_flush_all(enum migrc_flush_reason reason) { }
 static inline void migrc_write_barrier(void) { }
+static inline void migrc_mapping_barrier(struct address_space *mapping) { }
 static inline void migrc_folio_write(struct folio *folio) { }
 static inline bool migrc_page_tagged(struct page *page, unsigned int order)
 {

@@ -12,9 +12,10 @@
  * Method.  The test process moves itself into a child memory cgroup whose
  * memory.max is much smaller than a read-only MAP_SHARED mapping of a large
  * regular file on a disk-like filesystem (not tmpfs, which could only be
- * reclaimed to swap); in the test VM that is the host's root over 9p with a
- * page cache.  The expected content of every page of the window is first
- * read with pread() into a table of per-page checksums.  Reader threads,
+ * reclaimed to swap): in the test VM, the host's root over 9p with a page
+ * cache, or an ext4 filesystem on a loop device (harness/guest/scratch-ext4).
+ * The expected content of every page of the window is first read with
+ * pread() into a table of per-page checksums.  Reader threads,
  * each pinned to its own CPU other than the first, stream over the mapping
  * and check every page against its checksum with volatile loads, no system
  * calls (only page faults), so nothing but a real TLB flush drops their TLB
@@ -44,10 +45,14 @@
  * Asserts: no mismatch; every reader completed at least one full pass and
  * all together at least MIN_PASSES (on a slow host the run is extended to
  * at most GRACE_FACTOR times MIGRC_TEST_SECONDS for that); the cgroup
- * really reclaimed (pgsteal); with migrc on, migrc_deferred_reclaim
- * increased (the test exercised the deferral; in the limit variant only
- * with two readers or more, see above); with migrc off (kernel with migrc
- * counters), every migrc_* counter stayed 0.
+ * really reclaimed (pgsteal); with migrc on and the file on a filesystem
+ * in migrc's safe set (ext4), migrc_deferred_reclaim increased (the test
+ * exercised the deferral; in the limit variant only with two readers or
+ * more, see above); with migrc on and the file outside it (the host root
+ * over 9p in the test VM), migrc_deferred_reclaim stayed 0 and
+ * migrc_excluded_pages increased; with migrc off (kernel with migrc
+ * counters), every migrc_* counter stayed 0.  harness/run-selftests runs
+ * the test on both kinds of file.
  *
  * The method suits QEMU TCG, whose software TLB keeps a vCPU's entries
  * until the guest flushes it; a hardware TLB is much smaller than the
@@ -126,6 +131,8 @@ struct reader {
 struct env {
 	int fd;
 	const char *path;
+	bool safe_fs;		/* on a filesystem in migrc's safe set */
+	char fstype[32];
 	char pathbuf[PATH_MAX];
 	size_t page_size;
 	size_t len;
@@ -595,6 +602,9 @@ FIXTURE_SETUP(reclaim)
 		SKIP(return, "%s", why);
 	snprintf(e->pathbuf, sizeof(e->pathbuf), "%s", e->path);
 	e->path = e->pathbuf;
+	/* ext4 is the one disk filesystem in the safe set today. */
+	migrc_fs_type(e->path, e->fstype, sizeof(e->fstype));
+	e->safe_fs = !strcmp(e->fstype, "ext4");
 }
 
 FIXTURE_TEARDOWN(reclaim)
@@ -757,7 +767,7 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 	struct env *e = &self->e;
 	unsigned long passes = 0, pages = 0, mismatches = 0, transient = 0;
 	unsigned long filler_seen = 0, reclaim_calls = 0;
-	long long steal0, steal1, refault0, refault1, oom, deferred;
+	long long steal0, steal1, refault0, refault1, oom, deferred, excluded;
 	bool has_counters, on;
 	struct counters c0, c1;
 	double start, deadline, hard, elapsed;
@@ -830,6 +840,10 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 	}
 	deferred = counter(&c1, "migrc_deferred_reclaim") -
 		   counter(&c0, "migrc_deferred_reclaim");
+	excluded = counter(&c1, "migrc_excluded_pages") -
+		   counter(&c0, "migrc_excluded_pages");
+	TH_LOG("file %s on %s, %s migrc's safe set", e->path, e->fstype,
+	       e->safe_fs ? "in" : "outside");
 	TH_LOG("%.1f s: %lu passes (%.1f MB/s), %lu mismatches (%lu transient, %lu with FILLER), filler rounds %lu, memory.reclaim writes %lu",
 	       elapsed, passes, pages * (double)e->page_size / elapsed / 1e6,
 	       mismatches, transient, filler_seen, *e->filler_rounds,
@@ -853,6 +867,19 @@ TEST_F_TIMEOUT(reclaim, no_stale_reads, TEST_TIMEOUT)
 		}
 	if (!has_counters)
 		return;
+	if (on && !e->safe_fs) {
+		/*
+		 * A file whose filesystem does not declare every way its data
+		 * changes (FS_MIGRC_BARRIERS) is never deferred, and counted.
+		 */
+		ASSERT_EQ(deferred, 0LL) {
+			TH_LOG("reclaim deferred the flush of pages of a file outside the safe set");
+		}
+		ASSERT_GT(excluded, 0LL) {
+			TH_LOG("migrc_excluded_pages did not count the file's pages");
+		}
+		return;
+	}
 	if (on) {
 		/*
 		 * A lone reader reclaiming in its own faults mostly has the mm

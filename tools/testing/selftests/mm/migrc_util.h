@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the migrc selftests (migrc_tlb, migrc_copy,
- * migrc_reclaim, migrc_faults).  What upstream already has is taken from
- * vm_util.h (pagemap_get_pfn(), check_huge_anon()) and thp_settings.h
- * (thp_is_enabled()); this header holds only the rest.
+ * migrc_reclaim, migrc_faults, migrc_fschange).  What upstream already has
+ * is taken from vm_util.h (pagemap_get_pfn(), check_huge_anon()) and
+ * thp_settings.h (thp_is_enabled()); this header holds only the rest.
  *
  * Include it after kselftest_harness.h, which defines _GNU_SOURCE for
  * sched_setaffinity() and the CPU_* macros.
@@ -16,10 +16,14 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 /* Seconds on CLOCK_MONOTONIC. */
 static inline double now_s(void)
@@ -125,6 +129,36 @@ static inline long move_pages_sys(int count, void **pages, const int *nodes,
 				  int *status, int flags)
 {
 	return syscall(SYS_move_pages, 0, count, pages, nodes, status, flags);
+}
+
+/*
+ * The type of the filesystem @path is on ("ext4", "9p", ...; "unknown" if
+ * not found), from the mount whose device is @path's in
+ * /proc/self/mountinfo.  statfs() cannot tell: 9p reports the f_type of
+ * the filesystem it exports.
+ */
+static inline void migrc_fs_type(const char *path, char *type, size_t size)
+{
+	char line[4096], *sep;
+	unsigned int maj, min;
+	struct stat st;
+	FILE *f;
+
+	snprintf(type, size, "unknown");
+	if (stat(path, &st))
+		return;
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %u:%u", &maj, &min) != 2 ||
+		    makedev(maj, min) != st.st_dev)
+			continue;
+		sep = strstr(line, " - ");
+		if (sep && sscanf(sep + 3, "%31s", type) == 1)
+			break;
+	}
+	fclose(f);
 }
 
 #endif /* __MIGRC_UTIL_H__ */
