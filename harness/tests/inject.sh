@@ -15,11 +15,14 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..8"
-# inject FAULT FIXTURE NAME [TEST]: run one fixture of a selftest (default
+echo "1..7"
+# inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
+# the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
 # failing every time, quietly.
 inject() {
+	# A fixture name, or the harness's own selection options (-r ...).
+	case $2 in -*) sel=$2 ;; *) sel="-f $2" ;; esac
 	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel debug --topo numa2 \
 		--cpus 2 --append migrc=on --timeout 600 -- sh -c "
 		echo 10000 > /sys/kernel/mm/migrc/max_age_ms
@@ -30,7 +33,7 @@ inject() {
 			echo -1 > \$d/times && echo 100 > \$d/probability ||
 				{ echo 'cannot arm $1'; exit 1; }
 		fi
-		$top/build/selftests/${4:-migrc_tlb} -f $2" > "$tmp/$3" 2>&1
+		$top/build/selftests/${4:-migrc_tlb} $sel" > "$tmp/$3" 2>&1
 	rc=$?
 	grep -E '^(not )?ok|stale [1-9]|migrc_debug' "$tmp/$3" | head -8 | sed 's/^/# /'
 }
@@ -60,17 +63,15 @@ check "skipped write flush: migrc_faults sees stale data" \
 	grep -q "^not ok" "$tmp/faults"
 
 # And nothing injected: the same runs pass on the debug kernel.
-# A direct I/O write after reclaim deferred the page's flush finds no
-# folio: only migrc_mapping_barrier() stands between it and the readers.
-inject skip_write_flush "fschange -v dio" dio migrc_fschange
-check "skipped write flush: migrc_fschange (O_DIRECT after reclaim) sees stale data" \
-	grep -q "^not ok" "$tmp/dio"
-
-# The same test with nothing injected passes: the failure above is the
-# injection's.
-inject none "fschange -v dio" dio-none migrc_fschange
-check "nothing injected: migrc_fschange dio passes on the debug kernel (status $rc)" \
-	[ "$rc" -eq 0 ]
+# The file-change test, after reclaim deferred the page's flush: a
+# buffered pwrite() whose barrier is skipped is read stale.  (Its O_DIRECT
+# case is not used here: the direct I/O's window is long enough that a
+# kthread on the reader's CPU often makes it flush its TLB on the way back
+# (switch_mm_irqs_off() catching up with the mm's tlb_gen), so the
+# injection is only sometimes seen; see Documentation/mm/migrc.rst.)
+inject skip_write_flush "-r fschange.pwrite.no_stale_read" fsw migrc_fschange
+check "skipped write flush: migrc_fschange (pwrite after reclaim) sees stale data" \
+	grep -q "^not ok" "$tmp/fsw"
 
 inject none reuse none
 check "nothing injected: reuse passes on the debug kernel (status $rc)" \

@@ -50,7 +50,10 @@
  * shows.  The check is exact: no change is in flight while a page is not
  * quiet, so any other value is a failure too.  max_age_ms is raised to 2 s
  * and max_pending_pages to 128 MB so that the time and size bounds cannot
- * hide a missing barrier (readers come back to a page within microseconds).
+ * hide a missing barrier (readers come back to a page within microseconds),
+ * and unbound workqueues are kept on the main thread's CPU, so that the
+ * change's I/O workers do not flush a reader's TLB by running on its CPU
+ * (switch_mm_irqs_off() catching up with the mm's tlb_gen).
  *
  * Variants (the change of step 4):
  *   dio         O_DIRECT pwrite() of the group through a second descriptor
@@ -94,6 +97,7 @@
 #include "migrc_util.h"
 
 #define DEFAULT_DIR		"/mnt/migrc-ext4"
+#define WQ_CPUMASK		"/sys/devices/virtual/workqueue/cpumask"
 #define DEFAULT_SECONDS		2.0
 #define MAX_SECONDS		60.0
 #define TEST_TIMEOUT		120
@@ -128,6 +132,7 @@ struct reader {
 struct saved {
 	char path[300];				/* the test file */
 	char old_age[32], old_pending[32];	/* "": not changed */
+	char old_wq_mask[64];			/* "": not changed */
 };
 
 struct env {
@@ -486,6 +491,8 @@ FIXTURE_SETUP(fschange)
  */
 FIXTURE_TEARDOWN_PARENT(fschange)
 {
+	if (self->s.old_wq_mask[0])
+		write_str(WQ_CPUMASK, self->s.old_wq_mask);
 	if (self->s.old_age[0])
 		write_str(MIGRC_SYSFS "max_age_ms", self->s.old_age);
 	if (self->s.old_pending[0])
@@ -575,6 +582,22 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 	for (p = 0; p < e->npages; p += GROUP)
 		publish(e, p, 0);
 
+	/*
+	 * The I/O of a change runs in unbound kworkers (the loop device's,
+	 * iomap's completion).  One that runs on a reader's CPU makes the
+	 * reader switch back from lazy TLB mode to its mm, whose tlb_gen the
+	 * reclaim bumped, and switch_mm_irqs_off() then flushes that CPU's
+	 * TLB: a missing barrier would go unseen.  Keep them on the main CPU.
+	 * Best effort (no such file without CONFIG_SYSFS workqueue support).
+	 */
+	if (!read_str(WQ_CPUMASK, e->s->old_wq_mask,
+		      sizeof(e->s->old_wq_mask))) {
+		char mask[32];
+
+		snprintf(mask, sizeof(mask), "%llx", 1ULL << e->cpus[0]);
+		if (e->cpus[0] >= 64 || write_str(WQ_CPUMASK, mask))
+			e->s->old_wq_mask[0] = 0;
+	}
 	raise_bound(_metadata, "max_age_ms", LONG_AGE_MS, e->s->old_age,
 		    sizeof(e->s->old_age));
 	/* Best effort: capped at a quarter of the RAM. */
