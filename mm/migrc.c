@@ -307,8 +307,7 @@ struct migrc_batch {
 	bool folio_ok;		/* its mappings so far were read-only, clean */
 	int reason;
 	unsigned long nr_pages;	/* deferred since the last commit */
-	unsigned long gen;	/* of the last commit; covers every folio
-				 * deferred before it */
+	unsigned long gen;	/* of the last commit, covering all before */
 };
 
 /*

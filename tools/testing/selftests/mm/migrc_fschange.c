@@ -565,7 +565,8 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 
 	e->pub = calloc(e->npages, sizeof(*e->pub));
 	e->quiet = calloc(e->npages, sizeof(*e->quiet));
-	ASSERT_TRUE(e->pub && e->quiet);
+	ASSERT_NE(e->pub, NULL);
+	ASSERT_NE(e->quiet, NULL);
 	/* Through a read-only descriptor: uncached 9p maps only those. */
 	rfd = open(e->s->path, O_RDONLY);
 	ASSERT_GE(rfd, 0);
