@@ -217,23 +217,9 @@ static unsigned long migrc_pages_need(struct page *page, unsigned int order,
 				      bool *found)
 {
 	unsigned long latest = smp_load_acquire(&migrc_gens.latest);
-	unsigned long done = READ_ONCE(migrc_gens.done);
-	unsigned long need = done, i;
 
-	*found = false;
-	for (i = 0; i < (1UL << order); i++) {
-		unsigned long index = page[i].index, gen;
-
-		if (likely(!migrc_is_tag(index)))
-			continue;
-		gen = migrc_tag_gen(index, latest);
-		if (migrc_gen_covers(done, gen))
-			continue;
-		*found = true;
-		if (migrc_gen_after(gen, need))
-			need = gen;
-	}
-	return need;
+	return migrc_block_need(page, 1UL << order, latest,
+				READ_ONCE(migrc_gens.done), found);
 }
 
 /**

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for the pure logic of migrc: generation arithmetic across the
- * wrap, page tags, trimming of the CPU mask and the deferral bound.
+ * wrap, page tags, the flush a tagged free block needs, trimming of the CPU
+ * mask and the deferral bound.
  */
 #include <kunit/test.h>
 #include <linux/cpumask.h>
@@ -106,12 +107,61 @@ static void migrc_bound_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, migrc_over_limit(8192, 1, 8192));
 }
 
+/*
+ * The flush a free block needs, rebuilt from the tags its pages hold, as
+ * the allocator does before it hands the block out (migrc_prep_new_page())
+ * or skips it (migrc_page_tagged()).
+ */
+static void migrc_block_need_test(struct kunit *test)
+{
+	const unsigned long nr = 8, base = MIGRC_TAG_MASK - 2;
+	struct page *block = kunit_kcalloc(test, nr, sizeof(*block), GFP_KERNEL);
+	unsigned long latest = base + 10, done = base + 4;
+	bool found;
+
+	KUNIT_ASSERT_NOT_NULL(test, block);
+	/* Nothing tagged: page cache and anon indexes, a stray pointer. */
+	block[1].index = 0x12345;
+	block[2].index = 0xffff888012345678UL;
+	KUNIT_EXPECT_EQ(test, migrc_block_need(block, nr, latest, done, &found),
+			done);
+	KUNIT_EXPECT_FALSE(test, found);
+
+	/* Tags that done covers need nothing. */
+	block[3].index = migrc_tag(base + 1);
+	block[4].index = migrc_tag(done);
+	KUNIT_EXPECT_EQ(test, migrc_block_need(block, nr, latest, done, &found),
+			done);
+	KUNIT_EXPECT_FALSE(test, found);
+
+	/*
+	 * The newest pending tag decides, wherever it is in the block, also
+	 * across the 48-bit boundary of the tag (base + 5 is past it).
+	 */
+	block[0].index = migrc_tag(base + 5);
+	block[7].index = migrc_tag(base + 9);
+	block[5].index = migrc_tag(base + 7);
+	KUNIT_EXPECT_EQ(test, migrc_block_need(block, nr, latest, done, &found),
+			base + 9);
+	KUNIT_EXPECT_TRUE(test, found);
+	/* Only the pages of the block are read. */
+	KUNIT_EXPECT_EQ(test, migrc_block_need(block, 1, latest, done, &found),
+			base + 5);
+	KUNIT_EXPECT_TRUE(test, found);
+
+	/* Once done reaches the newest, the block needs nothing. */
+	KUNIT_EXPECT_EQ(test, migrc_block_need(block, nr, latest, latest,
+					       &found), latest);
+	KUNIT_EXPECT_FALSE(test, found);
+}
+
 static struct kunit_case migrc_test_cases[] = {
 	KUNIT_CASE(migrc_gen_order_test),
 	KUNIT_CASE(migrc_gen_wrap_test),
 	KUNIT_CASE(migrc_tag_test),
 	KUNIT_CASE(migrc_trim_test),
 	KUNIT_CASE(migrc_bound_test),
+	KUNIT_CASE(migrc_block_need_test),
 	{}
 };
 

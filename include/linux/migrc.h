@@ -73,6 +73,43 @@ static inline unsigned long migrc_tag_gen(unsigned long index,
 	return latest - ((latest - index) & MIGRC_TAG_MASK);
 }
 
+/**
+ * migrc_block_need - the flush a free block needs before its reuse
+ * @page: the first page of the block
+ * @nr: the number of pages in the block
+ * @latest: the newest generation handed out
+ * @done: the newest generation flushed
+ * @found: set if a page of the block holds a tag that @done does not cover
+ *
+ * Reads only the pages' index words: a pure function, so that KUnit can
+ * check it on a made-up block.
+ *
+ * Return: the newest generation a tag of the block needs, or @done if none
+ * does.
+ */
+static inline unsigned long migrc_block_need(const struct page *page,
+					     unsigned long nr,
+					     unsigned long latest,
+					     unsigned long done, bool *found)
+{
+	unsigned long need = done, i;
+
+	*found = false;
+	for (i = 0; i < nr; i++) {
+		unsigned long index = page[i].index, gen;
+
+		if (likely(!migrc_is_tag(index)))
+			continue;
+		gen = migrc_tag_gen(index, latest);
+		if (migrc_gen_covers(done, gen))
+			continue;
+		*found = true;
+		if (migrc_gen_after(gen, need))
+			need = gen;
+	}
+	return need;
+}
+
 /* Bounds on deferral: a pure function so that KUnit can check it. */
 static inline bool migrc_over_limit(unsigned long pending_pages,
 				    unsigned long new_pages,
