@@ -26,7 +26,8 @@ inject() {
 	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel debug --topo numa2 \
 		--cpus 2 --append migrc=on --timeout 600 -- sh -c "
 		echo 10000 > /sys/kernel/mm/migrc/max_age_ms
-		$top/harness/guest/scratch-ext4 /mnt/migrc-ext4 > /dev/null
+		[ ${4:-migrc_tlb} != migrc_fschange ] ||
+			$top/harness/guest/scratch-ext4 /mnt/migrc-ext4 > /dev/null
 		if [ $1 != none ]; then
 			d=/sys/kernel/debug/migrc/$1
 			echo 0 > \$d/verbose && echo 1 > \$d/interval &&
