@@ -358,6 +358,7 @@ void __migrc_mapping_barrier(struct address_space *mapping)
 {
 	if (!migrc_mapping_safe(mapping))
 		return;		/* nothing of it was deferred */
+	/* Orders the caller's page cache walk before the pending check. */
 	smp_mb();
 	migrc_flush_all(MIGRC_FLUSH_WRITE);
 }
