@@ -6,7 +6,7 @@
 SHELL := /bin/sh
 H := harness
 
-.PHONY: help deps base sync kernel vanilla debug-kernel kernels selftests tools \
+.PHONY: help deps base sync kernel vanilla debug-kernel kasan-kernel kernels selftests tools \
 	check demo bench bench-copy upstream-mm soak workload series series-check \
 	clean distclean
 
@@ -14,7 +14,8 @@ help:
 	@echo "make deps          check the Debian packages; as root, install the missing"
 	@echo "make kernel        build the patched kernel (build/out/patched)"
 	@echo "make vanilla       build the pristine 6.12 base, same config"
-	@echo "make debug-kernel  patched kernel with the debug fragment"
+	@echo "make debug-kernel  patched kernel with the debug fragment (make check's)"
+	@echo "make kasan-kernel  the debug kernel with KASAN (CHECK_KERNEL=kasan make check)"
 	@echo "make demo          boot the tiered VM, run the demo workload, compare"
 	@echo "make bench         every benchmark: build/bench/report.md, README table"
 	@echo "make bench-copy    move_pages() copy throughput tables (numa2 VM)"
@@ -47,6 +48,9 @@ vanilla: base
 debug-kernel: sync
 	$(H)/kbuild debug
 
+kasan-kernel: sync
+	$(H)/kbuild kasan
+
 kernels: kernel vanilla
 
 # Userspace pieces built against the patched tree's headers and harness.
@@ -56,6 +60,7 @@ selftests: sync
 tools: deps
 	$(MAKE) -C tools/migrc
 
+# CHECK_KERNEL=debug (default), patched or kasan: see harness/check.
 check: deps
 	$(H)/check
 

@@ -23,7 +23,7 @@ echo "1..7"
 inject() {
 	# A fixture name, or the harness's own selection options (-r ...).
 	case $2 in -*) sel=$2 ;; *) sel="-f $2" ;; esac
-	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel debug --topo numa2 \
+	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel "${INJECT_KERNEL:-debug}" --topo numa2 \
 		--cpus 2 --append migrc=on --timeout 600 -- sh -c "
 		echo 10000 > /sys/kernel/mm/migrc/max_age_ms
 		[ ${4:-migrc_tlb} != migrc_fschange ] ||

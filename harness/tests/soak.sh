@@ -11,11 +11,11 @@
 # has nothing pending once flushed, that no memory leaked, and that the
 # kernel reported nothing.  TAP output.
 #
-# Usage: harness/tests/soak.sh [--kernel patched|debug|vanilla] [--seconds N]
+# Usage: harness/tests/soak.sh [--kernel patched|debug|kasan|vanilla] [--seconds N]
 #
-#   --kernel K    the kernel to boot (default patched; patched and debug boot
-#                 with migrc=on; vanilla has no migrc and no batched copy,
-#                 and those steps and tests are skipped)
+#   --kernel K    the kernel to boot (default patched; patched, debug and
+#                 kasan boot with migrc=on; vanilla has no migrc and no
+#                 batched copy, and those steps and tests are skipped)
 #   --seconds N   how long soak runs (default: $SOAK_SECONDS, else 60)
 #
 # Needs the built kernels (make kernel) and harness/build-selftests (run
@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
 	*) usage >&2; exit 2 ;;
 	esac
 done
-case $kernel in patched|debug|vanilla) ;; *) usage >&2; exit 2 ;; esac
+case $kernel in patched|debug|kasan|vanilla) ;; *) usage >&2; exit 2 ;; esac
 case $seconds in ''|*[!0-9]*|0) usage >&2; exit 2 ;; esac
 
 soak=$top/build/selftests/soak
@@ -160,14 +160,14 @@ check "pages demoted or reclaimed (pgdemote +$demoted, pgsteal +$stolen)" \
 # tolerance is 1% of MemTotal (about 20 MB here): it covers per-CPU vmstat
 # drift (under 1 MB here) and slab caches that grew and were not shrunk,
 # while a leak of the pages soak used (about 120 MB at its peak, and many
-# times that moved, written and reused) would exceed it.  The debug kernel
-# (KASAN) keeps freed slab objects in its quarantine, up to 1/32 of memory:
-# 4% there.
+# times that moved, written and reused) would exceed it.  The KASAN kernel
+# keeps freed slab objects in its quarantine, up to 1/32 of memory: 4%
+# there.
 before=$(( $(num before_memfree) + $(num before_pcp) ))
 after=$(( $(num after_memfree) + $(num after_pcp) ))
 total=$(num before_memtotal)
 tol=$((total / 100))
-[ "$kernel" = debug ] && tol=$((total * 4 / 100))
+[ "$kernel" = kasan ] && tol=$((total * 4 / 100))
 good=0
 [ "$(num before_memfree)" -gt 0 ] && [ "$(num after_memfree)" -gt 0 ] &&
 	[ "$after" -ge $((before - tol)) ] && good=1
