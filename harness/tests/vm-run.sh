@@ -1,10 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Self-tests of harness/vm-run, TAP output.  Each boots the patched kernel
-# (about 5 s under TCG) and checks one promise of vm-run: topology, tiers,
-# exit status, that kernel reports and timeouts fail the run, and that the
-# guest has the writable places programs expect.
+# Self-tests of harness/vm-run, TAP output.  Each boots vm-run's default
+# kernel ($MIGRC_KERNEL: the debug kernel under make check, else the
+# patched one; about 5 s under TCG) and checks one promise of vm-run:
+# topology, tiers, exit status, that kernel reports and timeouts fail the
+# run, and that the guest has the writable places programs expect.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/harness/vm-run
