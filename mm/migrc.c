@@ -67,7 +67,7 @@ static unsigned long migrc_max_pending_pages = 8192;
  * migration batch and once per flush, never on the "nothing pending" path.
  */
 static struct {
-	spinlock_t lock;
+	spinlock_t lock;		/* serialises commits and flushes */
 	struct arch_tlbflush_unmap_batch cpus;
 	struct arch_tlbflush_unmap_batch scratch;
 	unsigned long nr_pages;
@@ -177,6 +177,7 @@ static void __migrc_flush(enum migrc_flush_reason reason)
  */
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason)
 {
+	/* Pairs with __migrc_flush()'s release: the flush is complete. */
 	if (migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen))
 		return;
 
@@ -207,7 +208,6 @@ static void migrc_timeout_fn(struct work_struct *work)
 	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
 }
 
-
 /*
  * Page allocator side.  A tagged page records the generation whose flush
  * must complete before anyone else may use it.  A tag whose generation is
@@ -216,6 +216,7 @@ static void migrc_timeout_fn(struct work_struct *work)
 static unsigned long migrc_pages_need(struct page *page, unsigned int order,
 				      bool *found)
 {
+	/* Pairs with the commit's release; migrc_tag_gen() widens tags by it. */
 	unsigned long latest = smp_load_acquire(&migrc_gens.latest);
 
 	return migrc_block_need(page, 1UL << order, latest,
@@ -558,6 +559,7 @@ void __migrc_batch_commit(void)
 				 READ_ONCE(migrc_max_pending_pages));
 	migrc_pending_batch.nr_pages += batch->nr_pages;
 	gen = migrc_gens.latest + 1;
+	/* Publishes the pending CPUs and pages before the generation. */
 	smp_store_release(&migrc_gens.latest, gen);
 	batch->gen = gen;
 	trace_migrc_defer(gen, batch->nr_pages, nr_cpus, batch->reason);
@@ -691,9 +693,10 @@ void migrc_debug_set_pte(pte_t pte)
 		return;
 	if (!migrc_debug_take(pte_pfn(pte), &gen, false))
 		return;
+	/* Pairs with __migrc_flush()'s release, as in migrc_flush(). */
 	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
-	     "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
-	     pte_pfn(pte), gen, READ_ONCE(migrc_gens.done));
+		  "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
+		  pte_pfn(pte), gen, READ_ONCE(migrc_gens.done));
 }
 EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
 
@@ -711,9 +714,10 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 
 	if (!migrc_debug_take(folio_pfn(folio), &gen, true))
 		return;
+	/* Pairs with __migrc_flush()'s release, as in migrc_flush(). */
 	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
-	     "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
-	     folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
+		  "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
+		  folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
 }
 #endif
 
