@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit tests for the pure logic of migrc: generation arithmetic across the
+ * KUnit tests for migrc: the pure logic (generation arithmetic across the
  * wrap, page tags, the flush a tagged free block needs, trimming of the CPU
- * mask and the deferral bound.
+ * mask, the deferral bound), and the stateful batch protocol of migration
+ * (open, unmap, commit, free, close, nesting) against the real pending
+ * state.
  */
 #include <kunit/test.h>
 #include <linux/cpumask.h>
+#include <linux/gfp.h>
+#include <linux/migrate.h>
 #include <linux/migrc.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/shmem_fs.h>
+#include <linux/sizes.h>
+#include <trace/events/tlb.h>
+
+#include "internal.h"
 
 static void migrc_gen_order_test(struct kunit *test)
 {
@@ -155,6 +167,307 @@ static void migrc_block_need_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, found);
 }
 
+/*
+ * The batch protocol, stateful.  What migrate_pages_batch() does to one
+ * folio is replayed here: migrc_unmap_begin(), one migrc_defer_pte() or
+ * migrc_note_pte() per entry that try_to_migrate() clears, and
+ * migrc_unmap_end(); then the batch's commit, the release of the source and
+ * the close.  The folio is a real shmem folio (eligible at every step of the
+ * series), its entries belong to a made-up mm that every online CPU may
+ * cache, and the pending state is the real one, so the suite needs
+ * migrc=on.  It runs at boot, before user space: nothing else migrates
+ * meanwhile.  If something did, the exact generation checks would fail,
+ * never pass wrongly.
+ *
+ * Whether a shootdown was sent is seen on the tlb_flush tracepoint
+ * (TLB_REMOTE_SEND_IPI, which native_flush_tlb_multi() reports before it
+ * looks at lazy CPUs), counting only this task's: the made-up mm lists
+ * every online CPU, so with two or more, each flush of its entries sends
+ * one.
+ */
+static struct task_struct *migrc_test_task;
+static atomic_t migrc_test_ipis;
+
+static void migrc_test_tlb_probe(void *data, int reason, unsigned long pages)
+{
+	if (reason == TLB_REMOTE_SEND_IPI && current == READ_ONCE(migrc_test_task))
+		atomic_inc(&migrc_test_ipis);
+}
+
+/* Shootdowns this task sent since the last call. */
+static int migrc_test_sent(void)
+{
+	return atomic_xchg(&migrc_test_ipis, 0);
+}
+
+struct migrc_batch_test {
+	struct file *file;
+	struct folio *folio;
+	struct mm_struct *mm;
+	struct vm_area_struct vma;
+};
+
+static int migrc_batch_test_init(struct kunit *test)
+{
+	struct migrc_batch_test *t;
+
+	if (!migrc_enabled())
+		kunit_skip(test, "needs migrc=on");
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs 2 online CPUs to see shootdowns");
+	t = kunit_kzalloc(test, sizeof(*t), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	t->file = shmem_file_setup("migrc_kunit", PAGE_SIZE, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t->file));
+	t->folio = shmem_read_folio(t->file->f_mapping, 0);
+	if (IS_ERR(t->folio)) {
+		fput(t->file);
+		KUNIT_FAIL(test, "shmem_read_folio: %ld", PTR_ERR(t->folio));
+		return PTR_ERR(t->folio);
+	}
+	t->mm = mm_alloc();
+	if (!t->mm) {
+		folio_put(t->folio);
+		fput(t->file);
+		KUNIT_FAIL(test, "mm_alloc failed");
+		return -ENOMEM;
+	}
+	cpumask_copy(mm_cpumask(t->mm), cpu_online_mask);
+	t->vma.vm_mm = t->mm;
+	/* Start from nothing pending and no batch. */
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	KUNIT_ASSERT_NULL(test, current->migrc_batch);
+	test->priv = t;
+	WRITE_ONCE(migrc_test_task, current);
+	KUNIT_ASSERT_EQ(test, register_trace_tlb_flush(migrc_test_tlb_probe,
+						       NULL), 0);
+	migrc_test_sent();
+	return 0;
+}
+
+static void migrc_batch_test_exit(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+
+	if (!t)
+		return;
+	unregister_trace_tlb_flush(migrc_test_tlb_probe, NULL);
+	tracepoint_synchronize_unregister();
+	WRITE_ONCE(migrc_test_task, NULL);
+	mmput(t->mm);
+	folio_put(t->folio);
+	fput(t->file);
+}
+
+/* One entry each, as try_to_migrate() would have cleared it. */
+static pte_t migrc_test_pte(struct migrc_batch_test *t, pgprot_t prot)
+{
+	return pfn_pte(folio_pfn(t->folio), prot);
+}
+
+/* Unmap t->folio with one read-only, clean entry, as migration does. */
+static bool migrc_test_unmap_ro(struct migrc_batch_test *t)
+{
+	migrc_unmap_begin(t->folio);
+	migrc_note_pte(migrc_test_pte(t, PAGE_READONLY));
+	migrc_defer_pte(&t->vma, migrc_test_pte(t, PAGE_READONLY), SZ_1M);
+	return migrc_unmap_end(t->folio);
+}
+
+static unsigned long migrc_test_latest(void)
+{
+	return READ_ONCE(migrc_gens.latest);
+}
+
+/* Deferred at unmap, published at the commit, done at the flush. */
+static void migrc_batch_commit_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned long latest = migrc_test_latest();
+	struct migrc_batch *outer;
+
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	KUNIT_EXPECT_NULL(test, outer);
+	KUNIT_ASSERT_NOT_NULL(test, current->migrc_batch);
+
+	KUNIT_ASSERT_TRUE_MSG(test, migrc_test_unmap_ro(t),
+			      "a read-only clean shmem folio must be deferred");
+	/* Not published before the batch's flush point. */
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest + 1);
+	KUNIT_EXPECT_TRUE(test, migrc_pending());
+	/* Deferred: neither the unmap nor the commit sent a shootdown. */
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
+	/* A commit with nothing new since the last publishes nothing. */
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest + 1);
+
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+	KUNIT_EXPECT_EQ(test, READ_ONCE(migrc_gens.done), latest + 1);
+
+	migrc_batch_close(outer);
+	KUNIT_EXPECT_NULL(test, current->migrc_batch);
+}
+
+/*
+ * One writable or dirty entry sends all of the folio's entries, the
+ * read-only ones taken before it included, to the ordinary batch that the
+ * caller flushes at its flush point.  So does one flushed at once.
+ */
+static void migrc_batch_writable_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned long latest = migrc_test_latest();
+	pte_t ro = migrc_test_pte(t, PAGE_READONLY);
+	pte_t bad[] = { migrc_test_pte(t, PAGE_SHARED), pte_mkdirty(ro) };
+	struct migrc_batch *outer;
+	int i;
+
+	outer = migrc_batch_open(MR_DEMOTION, true);
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		migrc_unmap_begin(t->folio);
+		KUNIT_EXPECT_TRUE(test, migrc_defer_pte(&t->vma, ro, SZ_1M));
+		KUNIT_EXPECT_FALSE(test, migrc_defer_pte(&t->vma, bad[i], SZ_2M));
+		KUNIT_EXPECT_FALSE(test, migrc_unmap_end(t->folio));
+		KUNIT_EXPECT_TRUE(test, current->tlb_ubc.flush_required);
+		try_to_unmap_flush();
+		KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+
+		/* An entry flushed at once is seen through migrc_note_pte(). */
+		migrc_unmap_begin(t->folio);
+		migrc_note_pte(bad[i]);
+		KUNIT_EXPECT_TRUE(test, migrc_defer_pte(&t->vma, ro, SZ_1M));
+		KUNIT_EXPECT_FALSE(test, migrc_unmap_end(t->folio));
+		try_to_unmap_flush();
+		KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+	}
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+	migrc_batch_close(outer);
+}
+
+/*
+ * A batch that never reached its commit (migration gave up, the caller
+ * returned early) defers nothing: its entries are flushed at the close.
+ */
+static void migrc_batch_close_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned long latest = migrc_test_latest();
+	struct migrc_batch *outer;
+
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
+	migrc_batch_close(outer);
+	/* The close shot the entries down: they are not lost. */
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+	KUNIT_EXPECT_NULL(test, current->migrc_batch);
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+	KUNIT_EXPECT_FALSE(test, current->tlb_ubc.flush_required);
+}
+
+/*
+ * Nesting: allocating a destination may reclaim, and reclaim may demote.
+ * The inner batch hides the outer one, publishes only its own entries, and
+ * the close gives the outer one back with its entries intact.  Callers that
+ * gain nothing, or do not batch their flush, get no batch at all.
+ */
+static void migrc_batch_nest_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned long latest = migrc_test_latest();
+	struct migrc_batch *a_outer, *a, *b_outer;
+
+	a_outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	a = current->migrc_batch;
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+
+	b_outer = migrc_batch_open(MR_DEMOTION, true);
+	KUNIT_EXPECT_PTR_EQ(test, b_outer, a);
+	KUNIT_EXPECT_NOT_NULL(test, current->migrc_batch);
+	KUNIT_EXPECT_PTR_NE(test, current->migrc_batch, a);
+	KUNIT_EXPECT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest + 1);
+	migrc_batch_close(b_outer);
+	KUNIT_EXPECT_PTR_EQ(test, current->migrc_batch, a);
+
+	b_outer = migrc_batch_open(MR_CONTIG_RANGE, true);
+	KUNIT_EXPECT_PTR_EQ(test, b_outer, a);
+	KUNIT_EXPECT_NULL(test, current->migrc_batch);
+	KUNIT_EXPECT_FALSE(test, migrc_test_unmap_ro(t));
+	migrc_batch_close(b_outer);
+	KUNIT_EXPECT_PTR_EQ(test, current->migrc_batch, a);
+
+	b_outer = migrc_batch_open(MR_SYSCALL, false);
+	KUNIT_EXPECT_PTR_EQ(test, b_outer, a);
+	KUNIT_EXPECT_NULL(test, current->migrc_batch);
+	migrc_batch_close(b_outer);
+	KUNIT_EXPECT_PTR_EQ(test, current->migrc_batch, a);
+
+	/* The outer batch's own deferral survived the inner ones. */
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest + 2);
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	migrc_batch_close(a_outer);
+	KUNIT_EXPECT_NULL(test, current->migrc_batch);
+}
+
+/*
+ * A source is never freed under an older generation than the one its
+ * entries get: migrc_put_source() commits what is deferred first, and the
+ * free page carries the tag until the flush is done.
+ */
+static void migrc_batch_put_source_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned long latest = migrc_test_latest();
+	struct migrc_batch *outer;
+	struct folio *src;
+	struct page *page;
+
+	src = folio_alloc(GFP_KERNEL, 0);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	page = &src->page;
+
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	/* Uncommitted: the release must commit before it frees. */
+	migrc_put_source(src);
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest + 1);
+	KUNIT_EXPECT_TRUE(test, migrc_pending());
+	/* Free pages keep their index: the tag can be read until reuse. */
+	KUNIT_EXPECT_TRUE(test, migrc_is_tag(page->index));
+	KUNIT_EXPECT_TRUE(test, migrc_page_tagged(page, 0));
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	KUNIT_EXPECT_FALSE(test, migrc_page_tagged(page, 0));
+	migrc_batch_close(outer);
+}
+
+static struct kunit_case migrc_batch_test_cases[] = {
+	KUNIT_CASE(migrc_batch_commit_test),
+	KUNIT_CASE(migrc_batch_writable_test),
+	KUNIT_CASE(migrc_batch_close_test),
+	KUNIT_CASE(migrc_batch_nest_test),
+	KUNIT_CASE(migrc_batch_put_source_test),
+	{}
+};
+
+static struct kunit_suite migrc_batch_test_suite = {
+	.name = "migrc_batch",
+	.init = migrc_batch_test_init,
+	.exit = migrc_batch_test_exit,
+	.test_cases = migrc_batch_test_cases,
+};
+
 static struct kunit_case migrc_test_cases[] = {
 	KUNIT_CASE(migrc_gen_order_test),
 	KUNIT_CASE(migrc_gen_wrap_test),
@@ -169,7 +482,8 @@ static struct kunit_suite migrc_test_suite = {
 	.name = "migrc",
 	.test_cases = migrc_test_cases,
 };
-kunit_test_suite(migrc_test_suite);
+
+kunit_test_suites(&migrc_test_suite, &migrc_batch_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for migrc");
 MODULE_LICENSE("GPL");
