@@ -15,7 +15,7 @@
  * CPUs are folded into one pending mask, the batch gets a generation, the
  * freed source pages are tagged with it (page->index, see migrc_tag()),
  * and the flush is done when a tagged page is allocated, before a write
- * can happen (migrc_write_barrier()), after max_age_ms, or when more than
+ * can change it (migrc_folio_write()), after max_age_ms, or when more than
  * max_pending_pages are pending.  A flush trims the mask to the CPUs that
  * have not flushed their TLB since the newest pending generation (the
  * architecture tracks that per CPU), often to nothing.
@@ -28,6 +28,7 @@
 #include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/fault-inject.h>
+#include <linux/hash.h>
 #include <linux/init.h>
 #include <linux/kobject.h>
 #include <linux/memcontrol.h>
@@ -78,8 +79,10 @@ static struct {
 
 #ifdef CONFIG_MIGRC_DEBUG
 static void migrc_debug_alloc(struct page *page, unsigned int order);
+static void migrc_debug_record(unsigned long pfn, unsigned long gen);
 #else
 static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
+static inline void migrc_debug_record(unsigned long pfn, unsigned long gen) { }
 #endif
 
 /*
@@ -198,8 +201,6 @@ void migrc_flush_all(enum migrc_flush_reason reason)
 {
 	if (!migrc_enabled() || !migrc_pending())
 		return;
-	if (reason == MIGRC_FLUSH_WRITE && migrc_injected(MIGRC_INJECT_SKIP_WRITE))
-		return;
 	migrc_flush(READ_ONCE(migrc_gens.latest), reason);
 }
 
@@ -207,6 +208,71 @@ static void migrc_timeout_fn(struct work_struct *work)
 {
 	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
 }
+
+/*
+ * Write side.  A stale entry left by a migration reads the source, whose
+ * data lives on in the destination page and, for a file or shmem folio,
+ * in its mapping: a barrier needs to finish a deferral only if what it is
+ * about to change is one of those.  So a migration records its generation
+ * under two keys, the destination's PFN and the mapping (see
+ * migrc_slot_raise()), and a write, a PTE becoming writable or a direct
+ * I/O reads the slot of its own key: writers elsewhere neither pay for
+ * the flush nor end the deferral.
+ *
+ * The table is allocated at boot when migrc is on; with MIGRC_KEY_BITS 14
+ * it holds 16384 slots (128 KiB on 64-bit), so at the default bound of
+ * 8192 pending pages about 40% of unrelated keys collide with a pending
+ * one, and at the tens to hundreds of pages that tiering keeps pending
+ * within max_age_ms, under 2%.
+ *
+ * Reclaim has no destination: the data comes back in a new page (a
+ * write() or a fault that reads the file again, a copy-on-write fault of
+ * a private file mapping whose PTE reclaim cleared), which no key names.
+ * A reclaim batch therefore commits unkeyed (migrc_gens.unkeyed): until
+ * it is flushed, every barrier finishes it, as every barrier did for
+ * every deferral before keys.  (New data at the same address after
+ * munmap(), mremap() or MADV_DONTNEED needs no barrier of ours: the
+ * deferred entries stay counted in mm->tlb_flush_batched, so those flush
+ * the mm in flush_tlb_batched_pending(), as they do after reclaim's
+ * ordinary batched flush.)
+ */
+static unsigned long *migrc_keys __read_mostly;
+
+static unsigned long *migrc_key_slot(unsigned long key)
+{
+	return &migrc_keys[hash_long(key, MIGRC_KEY_BITS)];
+}
+
+/* The generation a barrier for @key must finish. */
+static unsigned long migrc_key_need(unsigned long key)
+{
+	return migrc_slot_need(READ_ONCE(*migrc_key_slot(key)),
+			       READ_ONCE(migrc_gens.unkeyed));
+}
+
+/**
+ * __migrc_key_barrier - finish the deferrals a change of @key must not hide
+ * @key: the PFN of a page about to be written or mapped writable
+ *
+ * Something is pending (the caller checked): flush if a deferral recorded
+ * under @key, or one committed without keys, is not done yet.  The caller
+ * holds the folio lock or the PTE lock, which orders it after the record
+ * (migrc_note_dst()).
+ */
+void __migrc_key_barrier(unsigned long key)
+{
+	unsigned long need = migrc_key_need(key);
+
+	/* Pairs with __migrc_flush()'s release: the flush is complete. */
+	if (migrc_gen_covers(smp_load_acquire(&migrc_gens.done), need)) {
+		count_vm_event(MIGRC_WRITES_SPARED);
+		return;
+	}
+	if (migrc_injected(MIGRC_INJECT_SKIP_WRITE))
+		return;
+	migrc_flush(need, MIGRC_FLUSH_WRITE);
+}
+EXPORT_SYMBOL_GPL(__migrc_key_barrier);
 
 /*
  * Page allocator side.  A tagged page records the generation whose flush
@@ -361,7 +427,8 @@ void __migrc_mapping_barrier(struct address_space *mapping)
 		return;		/* nothing of it was deferred */
 	/* Orders the caller's page cache walk before the pending check. */
 	smp_mb();
-	migrc_flush_all(MIGRC_FLUSH_WRITE);
+	if (migrc_pending())
+		__migrc_key_barrier((unsigned long)mapping);
 }
 
 static bool migrc_folio_eligible(struct folio *folio)
@@ -559,6 +626,9 @@ void __migrc_batch_commit(void)
 				 READ_ONCE(migrc_max_pending_pages));
 	migrc_pending_batch.nr_pages += batch->nr_pages;
 	gen = migrc_gens.latest + 1;
+	/* No destination to key it by: see migrc_key_need(). */
+	if (batch->reason == MIGRC_REASON_RECLAIM)
+		WRITE_ONCE(migrc_gens.unkeyed, gen);
 	/* Publishes the pending CPUs and pages before the generation. */
 	smp_store_release(&migrc_gens.latest, gen);
 	batch->gen = gen;
@@ -578,6 +648,32 @@ void __migrc_batch_commit(void)
 	/* Published: what the batch defers next needs a commit of its own. */
 	arch_tlbbatch_clear(&batch->ro);
 	batch->nr_pages = 0;
+}
+
+/* See migrc_note_dst(). */
+void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
+{
+	struct migrc_batch *batch = current->migrc_batch;
+	unsigned long gen = 0, carried;
+
+	if (deferred && !WARN_ON_ONCE(!batch))
+		gen = batch->gen;
+	/*
+	 * A source still under a pending key is the destination of an
+	 * earlier deferral (migrated again within max_age_ms): its stale
+	 * entries still read the older data, so the new destination must
+	 * flush for them as well.
+	 */
+	carried = READ_ONCE(*migrc_key_slot(folio_pfn(src)));
+	if (!migrc_gen_covers(READ_ONCE(migrc_gens.done), carried) &&
+	    (!gen || migrc_gen_after(carried, gen)))
+		gen = carried;
+	if (!gen)
+		return;
+	migrc_slot_raise(migrc_key_slot(folio_pfn(dst)), gen);
+	if (!folio_test_anon(dst) && dst->mapping)
+		migrc_slot_raise(migrc_key_slot((unsigned long)dst->mapping), gen);
+	migrc_debug_record(folio_pfn(dst), gen);
 }
 
 /**
@@ -654,20 +750,6 @@ static bool migrc_debug_take(unsigned long pfn, unsigned long *gen, bool erase)
 	return found;
 }
 
-/**
- * migrc_debug_note_dst - record a destination whose source was deferred
- * @dst: the destination folio
- *
- * Until the batch's generation is done, mapping @dst writable or writing
- * it without the barrier is a bug that the checks below report.
- */
-void migrc_debug_note_dst(struct folio *dst)
-{
-	struct migrc_batch *batch = current->migrc_batch;
-
-	if (batch)
-		migrc_debug_record(folio_pfn(dst), batch->gen);
-}
 
 /* A new life for these pages: forget what their previous one recorded. */
 static void migrc_debug_alloc(struct page *page, unsigned int order)
@@ -858,6 +940,13 @@ static inline int migrc_sysfs_init(void) { return 0; }
 
 static int __init migrc_init(void)
 {
+	if (migrc_boot_on) {
+		migrc_keys = kvcalloc(1UL << MIGRC_KEY_BITS, sizeof(*migrc_keys),
+				      GFP_KERNEL);
+		/* Without its table, migrc stays off (reported below). */
+		if (!migrc_keys)
+			migrc_boot_on = false;
+	}
 	if (migrc_boot_on)
 		static_branch_enable(&migrc_key);
 	migrc_inject_init();

@@ -9,6 +9,7 @@
 #include <kunit/test.h>
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
+#include <linux/hash.h>
 #include <linux/migrate.h>
 #include <linux/migrc.h>
 #include <linux/mm.h>
@@ -117,6 +118,30 @@ static void migrc_bound_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, migrc_over_limit(1, 512, 512));
 	KUNIT_EXPECT_FALSE(test, migrc_over_limit(100, 100, 8192));
 	KUNIT_EXPECT_TRUE(test, migrc_over_limit(8192, 1, 8192));
+}
+
+/*
+ * Key slots only move to newer generations, so two keys sharing a slot
+ * can only make one look pending longer, never done early; a barrier
+ * finishes the newer of its slot and the newest unkeyed generation.
+ */
+static void migrc_slot_test(struct kunit *test)
+{
+	unsigned long slot = 0;
+
+	migrc_slot_raise(&slot, 5);
+	KUNIT_EXPECT_EQ(test, slot, 5UL);
+	migrc_slot_raise(&slot, 3);		/* an older one sharing it */
+	KUNIT_EXPECT_EQ(test, slot, 5UL);
+	migrc_slot_raise(&slot, 9);
+	KUNIT_EXPECT_EQ(test, slot, 9UL);
+	slot = ULONG_MAX - 1;			/* across the wrap */
+	migrc_slot_raise(&slot, 2);
+	KUNIT_EXPECT_EQ(test, slot, 2UL);
+
+	KUNIT_EXPECT_EQ(test, migrc_slot_need(9, 4), 9UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_need(4, 9), 9UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_need(0, 0), 0UL);
 }
 
 /*
@@ -452,12 +477,93 @@ static void migrc_batch_put_source_test(struct kunit *test)
 	migrc_batch_close(outer);
 }
 
+static bool migrc_test_same_slot(struct folio *a, struct folio *b)
+{
+	return hash_long(folio_pfn(a), MIGRC_KEY_BITS) ==
+	       hash_long(folio_pfn(b), MIGRC_KEY_BITS);
+}
+
+/* A page whose key shares no slot with @a or @b. */
+static struct folio *migrc_test_other(struct kunit *test, struct folio *a,
+				      struct folio *b)
+{
+	struct folio *f[4];
+	int i, found = -1;
+
+	for (i = 0; i < ARRAY_SIZE(f); i++) {
+		f[i] = folio_alloc(GFP_KERNEL, 0);
+		KUNIT_ASSERT_NOT_NULL(test, f[i]);
+		if (found < 0 && !migrc_test_same_slot(f[i], a) &&
+		    !migrc_test_same_slot(f[i], b))
+			found = i;
+	}
+	for (i = 0; i < ARRAY_SIZE(f); i++)
+		if (i != found)
+			folio_put(f[i]);
+	KUNIT_ASSERT_GE(test, found, 0);
+	return f[found];
+}
+
+/*
+ * Precise barriers: a deferral is finished by a write of its destination,
+ * or of a destination it was handed on to by a second migration, not by
+ * a write elsewhere; a reclaim deferral, which has no destination, by any
+ * write.
+ */
+static void migrc_batch_keys_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	struct folio *dst, *dst2, *other;
+	struct migrc_batch *outer;
+
+	dst = folio_alloc(GFP_KERNEL, 0);
+	dst2 = folio_alloc(GFP_KERNEL, 0);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	KUNIT_ASSERT_NOT_NULL(test, dst2);
+	other = migrc_test_other(test, dst, dst2);
+
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	migrc_note_dst(t->folio, dst, true);
+	migrc_batch_close(outer);
+	KUNIT_ASSERT_TRUE(test, migrc_pending());
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
+
+	/* A write elsewhere neither pays nor ends the deferral. */
+	migrc_folio_write(other);
+	migrc_pfn_write(folio_pfn(other));
+	KUNIT_EXPECT_TRUE(test, migrc_pending());
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
+
+	/* Migrated again, not deferred: the new destination inherits it. */
+	migrc_note_dst(dst, dst2, false);
+	migrc_folio_write(dst2);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+
+	/* Reclaim's deferral is unkeyed: any write finishes it. */
+	outer = migrc_batch_open(MIGRC_REASON_RECLAIM, true);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	migrc_batch_close(outer);
+	KUNIT_ASSERT_TRUE(test, migrc_pending());
+	migrc_folio_write(other);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+
+	folio_put(other);
+	folio_put(dst2);
+	folio_put(dst);
+}
+
 static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_commit_test),
 	KUNIT_CASE(migrc_batch_writable_test),
 	KUNIT_CASE(migrc_batch_close_test),
 	KUNIT_CASE(migrc_batch_nest_test),
 	KUNIT_CASE(migrc_batch_put_source_test),
+	KUNIT_CASE(migrc_batch_keys_test),
 	{}
 };
 
@@ -475,6 +581,7 @@ static struct kunit_case migrc_test_cases[] = {
 	KUNIT_CASE(migrc_trim_test),
 	KUNIT_CASE(migrc_bound_test),
 	KUNIT_CASE(migrc_block_need_test),
+	KUNIT_CASE(migrc_slot_test),
 	{}
 };
 

@@ -8,6 +8,7 @@
 #define _LINUX_MIGRC_H
 
 #include <linux/types.h>
+#include <linux/atomic.h>
 #include <linux/bits.h>
 #include <linux/jump_label.h>
 #include <linux/gfp_types.h>
@@ -137,6 +138,37 @@ migrc_trim_cpus(struct cpumask *mask, unsigned long gen,
 	return dropped;
 }
 
+/*
+ * Keys.  A migration records its generation in a slot of a table indexed
+ * by a hash of the destination's PFN, and of the mapping for a file or
+ * shmem folio (hash_long(key, MIGRC_KEY_BITS)); a barrier reads only the
+ * slot of what it is about to change.  A slot only ever moves to a newer generation and is never
+ * cleared: it expires when the flushed generation covers it.  So a
+ * collision can make a key look pending when it is not (a needless
+ * flush), never the reverse.
+ */
+#define MIGRC_KEY_BITS		14
+
+static inline void migrc_slot_raise(unsigned long *slot, unsigned long gen)
+{
+	unsigned long old = READ_ONCE(*slot);
+
+	do {
+		if (!migrc_gen_after(gen, old))
+			return;
+	} while (!try_cmpxchg(slot, &old, gen));
+}
+
+/*
+ * The generation a barrier must finish for a key whose slot holds @slot,
+ * given the newest generation committed without keys: the newer one.
+ */
+static inline unsigned long migrc_slot_need(unsigned long slot,
+					    unsigned long unkeyed)
+{
+	return migrc_gen_after(slot, unkeyed) ? slot : unkeyed;
+}
+
 #ifdef CONFIG_MIGRC
 
 DECLARE_STATIC_KEY_FALSE(migrc_key);
@@ -148,12 +180,15 @@ static __always_inline bool migrc_enabled(void)
 
 /*
  * The newest generation handed out, read by the arch code at TLB flushes,
- * and the newest one flushed.  Written once per migration batch and once
- * per flush; read everywhere else: they get a cache line of their own.
+ * the newest one flushed, and the newest one committed without keys
+ * (reclaim; see migrc_key_need()), which every barrier must finish.
+ * Written once per batch and once per flush; read everywhere else: they
+ * get a cache line of their own.
  */
 struct migrc_gens {
 	unsigned long latest;
 	unsigned long done;
+	unsigned long unkeyed;
 } ____cacheline_aligned_in_smp;
 extern struct migrc_gens migrc_gens;
 
@@ -180,16 +215,20 @@ static inline bool migrc_pending(void)
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason);
 void migrc_flush_all(enum migrc_flush_reason reason);
 
+void __migrc_key_barrier(unsigned long key);
+
 /*
- * Before anything may change data that a stale read-only TLB entry could
- * still read (a PTE becoming writable, a write into the page cache),
- * finish every pending deferred flush.  Costs one read of a read-mostly
- * cache line when nothing is pending.
+ * Before a PTE that maps @pfn becomes writable, finish the deferred
+ * flushes that may have left stale entries for the data it holds: those
+ * of migrations that made it their destination, and of reclaim.  Costs
+ * one read of a read-mostly cache line when nothing is pending, and one
+ * more when something is.  Called under the PTE lock: see
+ * migrc_folio_write().
  */
-static __always_inline void migrc_write_barrier(void)
+static __always_inline void migrc_pfn_write(unsigned long pfn)
 {
 	if (migrc_enabled() && migrc_pending())
-		migrc_flush_all(MIGRC_FLUSH_WRITE);
+		__migrc_key_barrier(pfn);
 }
 
 void __migrc_mapping_barrier(struct address_space *mapping);
@@ -206,26 +245,26 @@ static inline void migrc_mapping_barrier(struct address_space *mapping)
 
 #ifdef CONFIG_MIGRC_DEBUG
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip);
-void migrc_debug_note_dst(struct folio *dst);
 #else
 static inline void migrc_debug_check_folio(struct folio *folio,
 					   unsigned long ip) { }
-static inline void migrc_debug_note_dst(struct folio *dst) { }
 #endif
 
 /*
  * The same, where a folio is about to become writable or be written, and
  * is locked or its PTE lock is held.  Those locks are what makes the check
- * sufficient: migration holds both folio locks until it has committed its
- * deferral, and installs the new PTEs under the PTE lock, so a deferral
- * that covers this folio is visible here.
+ * sufficient: migration holds both folio locks until it has recorded its
+ * deferral under the destination's key (migrc_note_dst()), and installs
+ * the new PTEs under the PTE lock, so a deferral that covers this folio
+ * is visible here.  Only order-0 folios are deferred, so a folio's key is
+ * its PFN.
  */
 static __always_inline void migrc_folio_write(struct folio *folio)
 {
 	if (!migrc_enabled())
 		return;
 	if (migrc_pending())
-		migrc_flush_all(MIGRC_FLUSH_WRITE);
+		__migrc_key_barrier(folio_pfn(folio));
 	migrc_debug_check_folio(folio, _THIS_IP_);
 }
 
@@ -257,6 +296,24 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		     unsigned long uaddr);
 
 void __migrc_note_pte(pte_t pteval);
+void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred);
+
+/**
+ * migrc_note_dst - record what a destination must flush before a write
+ * @src: the source folio, locked
+ * @dst: the destination folio, locked and not mapped yet
+ * @deferred: whether this migration deferred the flush of @src's entries
+ *
+ * Called by migration between the copy and remove_migration_ptes(), also
+ * when nothing was deferred: a source that is itself the destination of a
+ * deferral still pending hands its key on to @dst.
+ */
+static inline void migrc_note_dst(struct folio *src, struct folio *dst,
+				  bool deferred)
+{
+	if (migrc_enabled() && (deferred || migrc_pending()))
+		__migrc_note_dst(src, dst, deferred);
+}
 
 /* Every entry try_to_migrate() clears, flushed now or later. */
 static inline void migrc_note_pte(pte_t pteval)
@@ -320,7 +377,7 @@ static inline bool migrc_enabled(void) { return false; }
 static inline unsigned long migrc_gen_snapshot(void) { return 0; }
 static inline bool migrc_pending(void) { return false; }
 static inline void migrc_flush_all(enum migrc_flush_reason reason) { }
-static inline void migrc_write_barrier(void) { }
+static inline void migrc_pfn_write(unsigned long pfn) { }
 static inline void migrc_mapping_barrier(struct address_space *mapping) { }
 static inline void migrc_folio_write(struct folio *folio) { }
 static inline bool migrc_page_tagged(struct page *page, unsigned int order)
@@ -347,7 +404,9 @@ static inline bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 {
 	return false;
 }
-static inline void migrc_debug_note_dst(struct folio *dst) { }
+
+static inline void migrc_note_dst(struct folio *src, struct folio *dst,
+				  bool deferred) { }
 
 #endif /* CONFIG_MIGRC */
 

@@ -63,6 +63,17 @@
  *   punch       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
  *   zero_range  FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE (skipped if not
  *               supported)
+ *   remap       mmap(MAP_FIXED) of a second file, which holds version v + 1,
+ *               over the group: the file's data did not change, the
+ *               address now maps other data.  The range was reclaimed, so
+ *               it has no present PTE and munmap() sends no flush; only
+ *               the barrier in tlb_finish_mmu() does
+ *   cow         the mapping is MAP_PRIVATE and writable, and the change is
+ *               a store of v + 1 into each page: a copy-on-write fault on
+ *               a PTE that reclaim cleared, whose new anonymous page no key
+ *               of a migration would name; reclaim's deferral is unkeyed,
+ *               so the fault's barrier flushes.  The next round on the
+ *               group maps the file back (holding v) first
  * For punch and zero_range, odd versions are holes and read as zero, even
  * versions are data, which is never zero: a round that finds the group a
  * hole first writes version v + 1 back (while quiet), then reclaims and
@@ -112,7 +123,7 @@
 #define MIGRC_SYSFS		"/sys/kernel/mm/migrc/"
 #define MAGIC			0x6d67ULL
 
-enum change { DIO, PWRITE, PUNCH, ZERO_RANGE };
+enum change { DIO, PWRITE, PUNCH, ZERO_RANGE, REMAP, COW };
 
 struct env;
 
@@ -131,6 +142,7 @@ struct reader {
 /* What the parent undoes once the test process is gone. */
 struct saved {
 	char path[300];				/* the test file */
+	char path2[300];			/* REMAP's second file */
 	char old_age[32], old_pending[32];	/* "": not changed */
 	char old_wq_mask[64];			/* "": not changed */
 };
@@ -138,6 +150,9 @@ struct saved {
 struct env {
 	struct saved *s;
 	int fd, dfd;
+	int fd2;		/* REMAP: the second file */
+	bool *alt;		/* REMAP: the group maps the second file */
+	bool *cowed;		/* COW: the group holds anonymous copies */
 	int cpus[MAX_READERS + 1];
 	int ncpus, nreaders;
 	size_t psz, npages;
@@ -335,6 +350,38 @@ static void publish(struct env *e, size_t first, uint64_t ver)
 	}
 }
 
+static void *group_addr(const struct env *e, size_t first)
+{
+	return (void *)(e->map + first * (e->psz / sizeof(uint64_t)));
+}
+
+/* REMAP: map the file the group does not map now over it. */
+static int remap_group(struct env *e, size_t first)
+{
+	off_t off = first * e->psz, len = GROUP * e->psz;
+	bool *alt = &e->alt[first / GROUP];
+	void *p;
+
+	p = mmap(group_addr(e, first), len, PROT_READ, MAP_SHARED | MAP_FIXED,
+		 *alt ? e->fd : e->fd2, off);
+	if (p == MAP_FAILED)
+		return -errno;
+	*alt = !*alt;
+	return 0;
+}
+
+/* COW: write version @ver through the private mapping. */
+static int cow_group(struct env *e, size_t first, uint64_t ver)
+{
+	volatile uint64_t *w = group_addr(e, first);
+	size_t i, words = e->psz / sizeof(uint64_t);
+
+	for (i = 0; i < GROUP; i++)
+		w[i * words] = expected(e, first + i, ver);
+	e->cowed[first / GROUP] = true;
+	return 0;
+}
+
 /* The variant's change of the group at @first to version @ver. */
 static int change(struct env *e, enum change how, size_t first, uint64_t ver)
 {
@@ -353,6 +400,10 @@ static int change(struct env *e, enum change how, size_t first, uint64_t ver)
 	case ZERO_RANGE:
 		return fallocate(e->fd, FALLOC_FL_ZERO_RANGE | keep, off, len) ?
 		       -errno : 0;
+	case REMAP:
+		return remap_group(e, first);
+	case COW:
+		return cow_group(e, first, ver);
 	}
 	return -EINVAL;
 }
@@ -373,7 +424,7 @@ static void one_round(struct __test_metadata *_metadata, struct env *e,
 	const ssize_t len = GROUP * e->psz;
 	uint64_t ver = e->pub[first];
 	unsigned char vec[GROUP];
-	void *addr = (void *)(e->map + first * (e->psz / sizeof(uint64_t)));
+	void *addr = group_addr(e, first);
 	int ret;
 
 	if (e->holes && (ver & 1)) {
@@ -383,6 +434,24 @@ static void one_round(struct __test_metadata *_metadata, struct env *e,
 		ASSERT_EQ(write_group(e, e->fd, first, ++ver), len);
 		publish(e, first, ver);
 		set_quiet(e, first, 0);
+	}
+	if (how == REMAP) {
+		/* The next version into the file not mapped there. */
+		int other = e->alt[first / GROUP] ? e->fd : e->fd2;
+
+		ASSERT_EQ(write_group(e, other, first, ver + 1), len);
+		ASSERT_EQ(fdatasync(other), 0);
+	}
+	if (how == COW && e->cowed[first / GROUP]) {
+		/*
+		 * The file under the group again, holding the version the
+		 * anonymous copies hold: readers see no change.
+		 */
+		ASSERT_EQ(write_group(e, e->fd, first, ver), len);
+		ASSERT_NE(mmap(addr, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_FIXED, e->fd,
+			       first * e->psz), MAP_FAILED);
+		e->cowed[first / GROUP] = false;
 	}
 	/* Clean: reclaim does not free dirty page cache. */
 	ASSERT_EQ(fdatasync(e->fd), 0);
@@ -446,6 +515,16 @@ FIXTURE_VARIANT_ADD(fschange, zero_range) {
 	.name = "zero_range",
 };
 
+FIXTURE_VARIANT_ADD(fschange, remap) {
+	.how = REMAP,
+	.name = "remap",
+};
+
+FIXTURE_VARIANT_ADD(fschange, cow) {
+	.how = COW,
+	.name = "cow",
+};
+
 /* Cheap checks only: whatever is created is created by the test. */
 FIXTURE_SETUP(fschange)
 {
@@ -460,6 +539,7 @@ FIXTURE_SETUP(fschange)
 	e->s = &self->s;
 	e->fd = -1;
 	e->dfd = -1;
+	e->fd2 = -1;
 	e->psz = psize();
 	e->npages = env_double("MIGRC_TEST_PAGES", DEFAULT_PAGES, 2 * GROUP,
 			       MAX_PAGES);
@@ -499,6 +579,8 @@ FIXTURE_TEARDOWN_PARENT(fschange)
 		write_str(MIGRC_SYSFS "max_pending_pages", self->s.old_pending);
 	if (self->s.path[0])
 		unlink(self->s.path);
+	if (self->s.path2[0])
+		unlink(self->s.path2);
 }
 
 /* Raise a migrc bound for the run, if there is one; @old keeps it. */
@@ -562,6 +644,18 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 		ASSERT_EQ(ret, len);
 	}
 	ASSERT_EQ(fsync(e->fd), 0);
+	if (how == REMAP) {
+		snprintf(e->s->path2, sizeof(e->s->path2),
+			 "%s/migrc_fschange.%d.2", e->dir, getpid());
+		e->fd2 = open(e->s->path2, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		ASSERT_GE(e->fd2, 0) {
+			TH_LOG("create %s: %s", e->s->path2, strerror(errno));
+		}
+		ASSERT_EQ(ftruncate(e->fd2, e->npages * e->psz), 0);
+	}
+	e->alt = calloc(e->npages / GROUP, sizeof(*e->alt));
+	e->cowed = calloc(e->npages / GROUP, sizeof(*e->cowed));
+	ASSERT_TRUE(e->alt && e->cowed);
 
 	e->pub = calloc(e->npages, sizeof(*e->pub));
 	e->quiet = calloc(e->npages, sizeof(*e->quiet));
@@ -570,7 +664,12 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 	/* Through a read-only descriptor: uncached 9p maps only those. */
 	rfd = open(e->s->path, O_RDONLY);
 	ASSERT_GE(rfd, 0);
-	e->map = mmap(NULL, e->npages * e->psz, PROT_READ, MAP_SHARED, rfd, 0);
+	if (how == COW)
+		e->map = mmap(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE, rfd, 0);
+	else
+		e->map = mmap(NULL, e->npages * e->psz, PROT_READ, MAP_SHARED,
+			      rfd, 0);
 	err = errno;
 	close(rfd);
 	ASSERT_NE(e->map, MAP_FAILED) {
