@@ -49,7 +49,7 @@ helps() {
 	fi
 }
 
-for w in ro-stream soak reclaim-stream alloc-lat; do
+for w in ro-stream soak reclaim-stream alloc-lat bg-writer; do
 	if [ ! -x "$sel/$w" ]; then
 		echo "Bail out! $sel/$w not built (make selftests)"
 		exit 1
@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat; do
 done
 
 echo "TAP version 13"
-echo "1..20"
+echo "1..24"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -79,5 +79,9 @@ refused "reclaim-stream: readers not a number" reclaim-stream -r x
 refused "alloc-lat: page count with garbage" alloc-lat 12x
 refused "alloc-lat: two arguments" alloc-lat 1 2
 helps "alloc-lat --help prints usage, status 0" alloc-lat --help
+refused "bg-writer: period below 10 us" bg-writer -f "$d/f" -p 5
+refused "bg-writer: seconds with garbage" bg-writer -f "$d/f" -t 3x
+refused "bg-writer: stray argument" bg-writer -f "$d/f" extra
+helps "bg-writer --help prints usage, status 0" bg-writer --help
 
 [ "$fails" -eq 0 ]
