@@ -7,7 +7,7 @@ SHELL := /bin/sh
 H := harness
 
 .PHONY: help deps base sync kernel vanilla debug-kernel kasan-kernel kernels selftests tools \
-	check demo bench bench-copy upstream-mm soak workload series series-check \
+	check demo bench bench-copy bench-write upstream-mm soak workload series series-check \
 	clean distclean
 
 help:
@@ -19,6 +19,7 @@ help:
 	@echo "make demo          boot the tiered VM, run the demo workload, compare"
 	@echo "make bench         every benchmark: build/bench/report.md, README table"
 	@echo "make bench-copy    move_pages() copy throughput tables (numa2 VM)"
+	@echo "make bench-write   write1/page_fault3 writers beside migration, migrc off vs on"
 	@echo "make upstream-mm   upstream mm selftests: vanilla / migrc=off / migrc=on"
 	@echo "make soak [SOAK_SECONDS=N]  the soak test (migrc=on, mt copy, tiering, memcg)"
 	@echo "make workload CMD='...'  your workload: vanilla / migrc=off / migrc=on"
@@ -73,6 +74,11 @@ bench-copy: kernel vanilla selftests
 
 bench: kernel vanilla selftests
 	$(H)/bench
+
+# Writers beside migration (write1, page_fault3): migrc=off vs on.
+bench-write: kernel selftests
+	$(H)/bench-write --kind write1
+	$(H)/bench-write --kind fault3
 
 # By hand, every category with migrc=off too (make check: migration only).
 upstream-mm: kernel vanilla base

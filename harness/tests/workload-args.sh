@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer; do
 done
 
 echo "TAP version 13"
-echo "1..24"
+echo "1..25"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -82,6 +82,7 @@ helps "alloc-lat --help prints usage, status 0" alloc-lat --help
 refused "bg-writer: period below 10 us" bg-writer -f "$d/f" -p 5
 refused "bg-writer: seconds with garbage" bg-writer -f "$d/f" -t 3x
 refused "bg-writer: stray argument" bg-writer -f "$d/f" extra
+refused "bg-writer: unknown mode" bg-writer -f "$d/f" -m write2
 helps "bg-writer --help prints usage, status 0" bg-writer --help
 
 [ "$fails" -eq 0 ]
