@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -72,6 +72,13 @@ check "skipped write flush: migrc_faults sees stale data" \
 inject skip_write_flush "-r fschange.pwrite.no_stale_read" fsw migrc_fschange
 check "skipped write flush: migrc_fschange (pwrite after reclaim) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/fsw' && grep -q 'stale=[1-9]' '$tmp/fsw'"
+
+# A copy-on-write fault after reclaim: its new anonymous page is named
+# by no key, so only reclaim's unkeyed generation makes the fault's
+# barrier flush; skipped, the old data stays visible at the address.
+inject skip_write_flush "-r fschange.cow.no_stale_read" cow migrc_fschange
+check "skipped write flush: migrc_fschange (cow fault after reclaim) sees stale data" \
+	sh -c "grep -q '^not ok' '$tmp/cow' && grep -q 'stale=[1-9]' '$tmp/cow'"
 
 # And nothing injected: the same runs pass on the debug kernel.
 inject none reuse none
