@@ -750,7 +750,6 @@ static bool migrc_debug_take(unsigned long pfn, unsigned long *gen, bool erase)
 	return found;
 }
 
-
 /* A new life for these pages: forget what their previous one recorded. */
 static void migrc_debug_alloc(struct page *page, unsigned int order)
 {

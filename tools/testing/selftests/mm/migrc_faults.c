@@ -234,47 +234,6 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-/* Read a small file into buf without the trailing newline; 0 or -errno. */
-static int read_str(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
-	close(fd);
-	buf[n] = 0;
-	while (n > 0 && buf[n - 1] == '\n')
-		buf[--n] = 0;
-	return 0;
-}
-
-/* Write s to path in one write(); 0 or -errno. */
-static int write_str(const char *path, const char *s)
-{
-	ssize_t n, len = strlen(s);
-	int fd;
-
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, len);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
-	close(fd);
-	return n == len ? 0 : -EIO;
-}
-
 static long long read_ll(const char *path)
 {
 	char buf[KNOB_LEN], *end;

@@ -175,37 +175,6 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static int read_str(const char *path, char *buf, size_t size)
-{
-	ssize_t len;
-	int fd;
-
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -errno;
-	len = read(fd, buf, size - 1);
-	close(fd);
-	if (len < 0)
-		return -errno;
-	buf[len] = 0;
-	if (len && buf[len - 1] == '\n')
-		buf[len - 1] = 0;
-	return 0;
-}
-
-static int write_str(const char *path, const char *val)
-{
-	ssize_t len = strlen(val), ret;
-	int fd;
-
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, val, len);
-	close(fd);
-	return ret == len ? 0 : -EIO;
-}
-
 static long long read_vmstat(const char *name)
 {
 	char line[256], key[64];

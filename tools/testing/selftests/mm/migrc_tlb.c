@@ -1484,45 +1484,11 @@ TEST_F_TIMEOUT(failed_move, data_intact, TEST_TIMEOUT)
 #define PRECISE_PAGES		8	/* pages of the unrelated files */
 #define PRECISE_TRIES		3
 
-static int sysfs_read(const char *name, char *buf, size_t size)
-{
-	char path[128];
-	ssize_t len;
-	int fd;
-
-	snprintf(path, sizeof(path), MIGRC_SYSFS "%s", name);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return -1;
-	len = read(fd, buf, size - 1);
-	close(fd);
-	if (len <= 0)
-		return -1;
-	buf[len] = 0;
-	buf[strcspn(buf, "\n")] = 0;
-	return 0;
-}
-
-static int sysfs_write(const char *name, const char *val)
-{
-	char path[128];
-	ssize_t len;
-	int fd;
-
-	snprintf(path, sizeof(path), MIGRC_SYSFS "%s", name);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -1;
-	len = write(fd, val, strlen(val));
-	close(fd);
-	return len == (ssize_t)strlen(val) ? 0 : -1;
-}
-
 static long long pending_pages(void)
 {
 	char buf[32];
 
-	return sysfs_read("pending_pages", buf, sizeof(buf)) ? -1 :
+	return read_str(MIGRC_SYSFS "pending_pages", buf, sizeof(buf)) ? -1 :
 	       atoll(buf);
 }
 
@@ -1567,10 +1533,10 @@ FIXTURE_SETUP(precise)
 		SKIP(return, "migrc is off: nothing is deferred");
 	if (read_counter("migrc_writes_spared") < 0)
 		SKIP(return, "kernel without migrc_writes_spared");
-	ASSERT_EQ(sysfs_read("max_age_ms", self->old_age,
-			     sizeof(self->old_age)), 0);
+	ASSERT_EQ(read_str(MIGRC_SYSFS "max_age_ms", self->old_age,
+			   sizeof(self->old_age)), 0);
 	/* Only a write may end the deferral within the test. */
-	ASSERT_EQ(sysfs_write("max_age_ms", PRECISE_AGE_MS), 0);
+	ASSERT_EQ(write_str(MIGRC_SYSFS "max_age_ms", PRECISE_AGE_MS), 0);
 	self->age_set = true;
 	env_setup(_metadata, &self->e, BUF_MEMFD, true);
 }
@@ -1579,7 +1545,7 @@ FIXTURE_TEARDOWN(precise)
 {
 	env_teardown(&self->e);
 	if (self->age_set)
-		sysfs_write("max_age_ms", self->old_age);
+		write_str(MIGRC_SYSFS "max_age_ms", self->old_age);
 }
 
 /*
@@ -1603,7 +1569,7 @@ TEST_F_TIMEOUT(precise, unrelated_writes_spared, TEST_TIMEOUT)
 	ASSERT_EQ(ftruncate(other, PRECISE_PAGES * e->page_size), 0);
 	start_readers(_metadata, e);
 	for (try = 0; try < PRECISE_TRIES && !ok; try++) {
-		ASSERT_EQ(sysfs_write("flush", "1"), 0);
+		ASSERT_EQ(write_str(MIGRC_SYSFS "flush", "1"), 0);
 		d0 = read_counter("migrc_deferred_pages");
 		ASSERT_GT(move_all(e, e->node[!e->cur]), 0);
 		e->cur = !e->cur;
