@@ -209,6 +209,29 @@ static void migrc_timeout_fn(struct work_struct *work)
 	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
 }
 
+static void migrc_alloc_fn(struct work_struct *work)
+{
+	migrc_flush_all(MIGRC_FLUSH_ALLOC);
+}
+static DECLARE_WORK(migrc_alloc_work, migrc_alloc_fn);
+
+/**
+ * migrc_alloc_kick - have the flush done for allocations that skip tags
+ *
+ * Called by the page allocator after an allocation that may not flush
+ * (see migrc_gfp_can_flush()) had to skip tagged blocks.  Where most free
+ * pages are freed sources, as on a fast tier under demotion, waiting
+ * max_age_ms for the timeout would fail atomic allocations all that
+ * time: a worker finishes the flush now instead.  queue_work() only takes
+ * the workqueue's locks and may wake a worker, as the allocator already
+ * does for kswapd from the same contexts.
+ */
+void migrc_alloc_kick(void)
+{
+	if (migrc_pending())
+		queue_work(system_unbound_wq, &migrc_alloc_work);
+}
+
 /*
  * Write side.  A stale entry left by a migration reads the source, whose
  * data lives on in the destination page and, for a file or shmem folio,

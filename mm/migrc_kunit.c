@@ -8,15 +8,19 @@
  */
 #include <kunit/test.h>
 #include <linux/cpumask.h>
+#include <linux/delay.h>
 #include <linux/gfp.h>
 #include <linux/hash.h>
 #include <linux/migrate.h>
 #include <linux/migrc.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
+#include <linux/nodemask.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/shmem_fs.h>
 #include <linux/sizes.h>
+#include <linux/vmstat.h>
 #include <trace/events/tlb.h>
 
 #include "internal.h"
@@ -477,6 +481,220 @@ static void migrc_batch_put_source_test(struct kunit *test)
 	migrc_batch_close(outer);
 }
 
+/*
+ * The allocator side, on a node the test can empty: the CPU-less node
+ * with the least memory, drained with atomic allocations (which may not
+ * flush, see migrc_gfp_can_flush()) so that the test decides what its
+ * free lists hold.  Nothing else allocates there while the test runs:
+ * allocations prefer the node they run on, and this one has no CPUs.
+ */
+#define MIGRC_TEST_ATOMIC \
+	(__GFP_HIGH | __GFP_MEMALLOC | __GFP_NOWARN | __GFP_THISNODE)
+#define MIGRC_TEST_MAX_NODE_PAGES	(SZ_4G >> PAGE_SHIFT)
+
+struct migrc_test_node {
+	int nid;
+	struct list_head taken;		/* blocks, order in page->private */
+	struct page *run;		/* order-0 pages of one split block */
+	unsigned int run_order;
+	unsigned long run_freed;	/* its first pages, freed by the test */
+};
+
+static int migrc_test_small_node(void)
+{
+	unsigned long best_pages = MIGRC_TEST_MAX_NODE_PAGES;
+	int nid, best = NUMA_NO_NODE;
+
+	for_each_node_state(nid, N_MEMORY) {
+		if (node_state(nid, N_CPU))
+			continue;
+		if (node_present_pages(nid) < best_pages) {
+			best_pages = node_present_pages(nid);
+			best = nid;
+		}
+	}
+	return best;
+}
+
+static unsigned long migrc_test_node_free(int nid)
+{
+	unsigned long free = 0;
+	struct zone *zone;
+
+	for_each_populated_zone(zone) {
+		if (zone_to_nid(zone) != nid)
+			continue;
+		drain_all_pages(zone);
+		free += zone_page_state_snapshot(zone, NR_FREE_PAGES);
+	}
+	return free;
+}
+
+static void migrc_test_node_give_back(void *data)
+{
+	struct migrc_test_node *n = data;
+	struct page *page, *next;
+	unsigned long i;
+
+	list_for_each_entry_safe(page, next, &n->taken, lru) {
+		unsigned int order = page_private(page);
+
+		list_del(&page->lru);
+		set_page_private(page, 0);
+		__free_pages(page, order);
+	}
+	if (n->run)
+		for (i = n->run_freed; i < (1UL << n->run_order); i++)
+			__free_page(n->run + i);
+}
+
+/*
+ * Allocate every free page of the node, the largest blocks first; they
+ * go back when the test ends, whatever its outcome.
+ */
+static struct migrc_test_node *migrc_test_node_take(struct kunit *test)
+{
+	struct migrc_test_node *n;
+	int order, ret;
+
+	n = kunit_kzalloc(test, sizeof(*n), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, n);
+	INIT_LIST_HEAD(&n->taken);
+	n->nid = migrc_test_small_node();
+	if (n->nid == NUMA_NO_NODE)
+		kunit_skip(test, "needs a CPU-less node of less than 4 GiB");
+	ret = kunit_add_action_or_reset(test, migrc_test_node_give_back, n);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	migrc_test_node_free(n->nid);
+	for (order = MAX_PAGE_ORDER; order >= 0; order--) {
+		struct page *page;
+
+		while ((page = alloc_pages_node(n->nid, MIGRC_TEST_ATOMIC,
+						order))) {
+			set_page_private(page, order);
+			list_add(&page->lru, &n->taken);
+		}
+	}
+	return n;
+}
+
+/*
+ * Leave exactly 2^@order pages free on the node, one aligned block whose
+ * first @nr_tagged pages are tagged with generation @gen.
+ */
+static unsigned long migrc_test_node_block(struct kunit *test,
+					   struct migrc_test_node *n,
+					   unsigned int order,
+					   unsigned int nr_tagged,
+					   unsigned long gen)
+{
+	unsigned long done = READ_ONCE(migrc_gens.done), i;
+	struct page *page;
+
+	list_for_each_entry(page, &n->taken, lru)
+		if (page_private(page) >= order)
+			break;
+	KUNIT_ASSERT_FALSE_MSG(test, list_entry_is_head(page, &n->taken, lru),
+			       "no free block of order %u on node %d",
+			       order, n->nid);
+	list_del(&page->lru);
+	n->run = page;
+	n->run_order = page_private(page);
+	set_page_private(page, 0);
+	split_page(page, n->run_order);
+	KUNIT_ASSERT_EQ_MSG(test, migrc_test_node_free(n->nid), 0UL,
+			    "node %d still has free pages", n->nid);
+	n->run_freed = 1UL << order;
+	for (i = 0; i < (1UL << order); i++)
+		if (put_page_testzero(page + i))
+			free_migrc_page(page + i, i < nr_tagged ? gen : done);
+	return page_to_pfn(page);
+}
+
+/* Commit one deferral of t->folio and return its generation. */
+static unsigned long migrc_test_pending_gen(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	struct migrc_batch *outer;
+
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	migrc_batch_close(outer);
+	KUNIT_ASSERT_TRUE(test, migrc_pending());
+	return migrc_test_latest();
+}
+
+/*
+ * An atomic allocation that meets tagged blocks keeps them off the free
+ * lists while it tries again, so that it finds the untagged pages behind
+ * them: 48 of the node's 64 free pages are tagged, and the order-4 block
+ * made of the other 16 is found on the fourth try.  Put back at once, the
+ * tagged block would merge again and be found on every try.
+ */
+static void migrc_alloc_hold_test(struct kunit *test)
+{
+	struct migrc_test_node *n = migrc_test_node_take(test);
+	unsigned long gen, pfn;
+	struct page *page;
+
+	gen = migrc_test_pending_gen(test);
+	pfn = migrc_test_node_block(test, n, 6, 48, gen);
+	page = alloc_pages_node(n->nid, MIGRC_TEST_ATOMIC, 4);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, page,
+				  "16 untagged free pages were not found");
+	if (page) {
+		KUNIT_EXPECT_EQ(test, page_to_pfn(page), pfn + 48);
+		__free_pages(page, 4);
+	}
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+}
+
+/*
+ * An atomic allocation that finds only tagged blocks fails, and has the
+ * flush done by a worker at once instead of after max_age_ms: it succeeds
+ * again once that flush is done, never before, and the flush is counted
+ * as an allocation's, not the timeout's.
+ */
+static void migrc_alloc_kick_test(struct kunit *test)
+{
+	unsigned long *before, *after, gen, start = jiffies;
+	struct migrc_test_node *n;
+	struct page *page;
+	u64 t0;
+
+	before = kunit_kcalloc(test, NR_VM_EVENT_ITEMS, sizeof(long), GFP_KERNEL);
+	after = kunit_kcalloc(test, NR_VM_EVENT_ITEMS, sizeof(long), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, before);
+	KUNIT_ASSERT_NOT_NULL(test, after);
+	n = migrc_test_node_take(test);
+	gen = migrc_test_pending_gen(test);
+	migrc_test_node_block(test, n, 4, 16, gen);
+	all_vm_events(before);
+	t0 = ktime_get_ns();
+	while (!(page = alloc_pages_node(n->nid, MIGRC_TEST_ATOMIC, 4)) &&
+	       time_before(jiffies, start + 10 * HZ))
+		usleep_range(1000, 2000);
+	all_vm_events(after);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, page, "no flush in 10 s");
+	if (page) {
+		kunit_info(test, "usable again after %llu us",
+			   div_u64(ktime_get_ns() - t0, NSEC_PER_USEC));
+		KUNIT_EXPECT_TRUE_MSG(test,
+				      migrc_gen_covers(READ_ONCE(migrc_gens.done), gen),
+				      "a tagged block was handed out before its flush");
+		__free_pages(page, 4);
+	}
+	KUNIT_EXPECT_GT(test, after[MIGRC_ALLOC_SKIPPED],
+			before[MIGRC_ALLOC_SKIPPED]);
+	KUNIT_EXPECT_EQ_MSG(test, after[MIGRC_FLUSHES_TIMEOUT],
+			    before[MIGRC_FLUSHES_TIMEOUT],
+			    "the timeout, not the allocation, flushed");
+	KUNIT_EXPECT_GT(test, after[MIGRC_FLUSHES_ALLOC],
+			before[MIGRC_FLUSHES_ALLOC]);
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+}
+
 static bool migrc_test_same_slot(struct folio *a, struct folio *b)
 {
 	return hash_long(folio_pfn(a), MIGRC_KEY_BITS) ==
@@ -563,6 +781,8 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_close_test),
 	KUNIT_CASE(migrc_batch_nest_test),
 	KUNIT_CASE(migrc_batch_put_source_test),
+	KUNIT_CASE(migrc_alloc_hold_test),
+	KUNIT_CASE(migrc_alloc_kick_test),
 	KUNIT_CASE(migrc_batch_keys_test),
 	{}
 };

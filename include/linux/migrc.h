@@ -271,6 +271,7 @@ static __always_inline void migrc_folio_write(struct folio *folio)
 /* Page allocator side. */
 bool migrc_page_tagged(struct page *page, unsigned int order);
 void migrc_prep_new_page(struct page *page, unsigned int order);
+void migrc_alloc_kick(void);
 
 /* May an allocation with @gfp send IPIs and wait for them? */
 static inline bool migrc_gfp_can_flush(gfp_t gfp)
@@ -385,6 +386,7 @@ static inline bool migrc_page_tagged(struct page *page, unsigned int order)
 	return false;
 }
 static inline void migrc_prep_new_page(struct page *page, unsigned int order) { }
+static inline void migrc_alloc_kick(void) { }
 static inline bool migrc_gfp_can_flush(gfp_t gfp) { return true; }
 
 struct migrc_batch;
