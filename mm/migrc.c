@@ -56,6 +56,8 @@ EXPORT_SYMBOL_GPL(migrc_key);
 static bool migrc_boot_on __initdata;
 
 struct migrc_gens migrc_gens;
+/* migrc_pending() is inline, and filesystems may be modules. */
+EXPORT_SYMBOL_GPL(migrc_gens);
 
 /* Tunables, /sys/kernel/mm/migrc/ */
 static unsigned int migrc_max_age_ms = 50;
@@ -377,14 +379,41 @@ void migrc_prep_new_page(struct page *page, unsigned int order)
  * is reached through current->migrc_batch.
  */
 struct migrc_batch {
-	struct arch_tlbflush_unmap_batch folio;	/* the folio being unmapped */
-	struct arch_tlbflush_unmap_batch ro;	/* all deferrable entries */
+	struct arch_tlbflush_unmap_batch *folio; /* the folio being unmapped */
+	struct arch_tlbflush_unmap_batch *ro;	/* all deferrable entries */
 	bool active;		/* collecting for an eligible folio */
 	bool folio_ok;		/* its mappings so far were read-only, clean */
 	int reason;
 	unsigned long nr_pages;	/* deferred since the last commit */
 	unsigned long gen;	/* of the last commit, covering all before */
+	unsigned long masks[];	/* what folio and ro point to */
 };
+
+/*
+ * One batch per migrate_pages_batch() or shrink_folio_list() call, from
+ * GFP_NOWAIT: its two CPU masks are sized for the CPUs the machine can
+ * have (arch_tlbbatch_size()), not for NR_CPUS, which would make them
+ * 2 KiB with a distribution's NR_CPUS=8192.
+ */
+static struct migrc_batch *migrc_batch_alloc(int reason)
+{
+	size_t size = ALIGN(arch_tlbbatch_size(), sizeof(long));
+	struct migrc_batch *batch;
+
+	/*
+	 * Never recurse into reclaim for this, and never dip into the
+	 * reserves (reclaim and kswapd run with PF_MEMALLOC); without a
+	 * batch, the caller flushes as today.
+	 */
+	batch = kzalloc(struct_size(batch, masks, 2 * size / sizeof(long)),
+			GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC);
+	if (!batch)
+		return NULL;
+	batch->folio = (void *)batch->masks;
+	batch->ro = (void *)batch->masks + size;
+	batch->reason = reason;
+	return batch;
+}
 
 /*
  * Read-only clean entries may be deferred in any mapping but hugetlb.
@@ -489,16 +518,9 @@ struct migrc_batch *__migrc_batch_open(int reason, bool batched)
 	 */
 	if (reason == MR_CONTIG_RANGE || reason == MR_MEMORY_FAILURE)
 		return outer;
-	/*
-	 * Never recurse into reclaim for this, and never dip into the
-	 * reserves (reclaim and kswapd run with PF_MEMALLOC); without a
-	 * batch, the caller flushes as today.
-	 */
-	batch = kzalloc(sizeof(*batch),
-			GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC);
+	batch = migrc_batch_alloc(reason);
 	if (!batch)
 		return outer;
-	batch->reason = reason;
 	current->migrc_batch = batch;
 	return outer;
 }
@@ -510,8 +532,8 @@ void __migrc_batch_close(struct migrc_batch *outer)
 
 	if (batch) {
 		/* A batch that never reached its flush point defers nothing. */
-		if (!arch_tlbbatch_empty(&batch->ro)) {
-			arch_tlbbatch_fold(&current->tlb_ubc.arch, &batch->ro);
+		if (!arch_tlbbatch_empty(batch->ro)) {
+			arch_tlbbatch_fold(&current->tlb_ubc.arch, batch->ro);
 			current->tlb_ubc.flush_required = true;
 			try_to_unmap_flush();
 		}
@@ -555,18 +577,18 @@ bool __migrc_unmap_end(struct folio *folio)
 	if (!batch || !batch->active)
 		return false;
 	batch->active = false;
-	if (arch_tlbbatch_empty(&batch->folio))
+	if (arch_tlbbatch_empty(batch->folio))
 		return false;
 
 	deferred = batch->folio_ok;
 	if (deferred) {
-		arch_tlbbatch_fold(&batch->ro, &batch->folio);
+		arch_tlbbatch_fold(batch->ro, batch->folio);
 		batch->nr_pages += folio_nr_pages(folio);
 	} else {
-		arch_tlbbatch_fold(&current->tlb_ubc.arch, &batch->folio);
+		arch_tlbbatch_fold(&current->tlb_ubc.arch, batch->folio);
 		current->tlb_ubc.flush_required = true;
 	}
-	arch_tlbbatch_clear(&batch->folio);
+	arch_tlbbatch_clear(batch->folio);
 	return deferred;
 }
 
@@ -608,7 +630,7 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		batch->folio_ok = false;
 		return false;
 	}
-	arch_tlbbatch_add_pending(&batch->folio, vma->vm_mm, uaddr);
+	arch_tlbbatch_add_pending(batch->folio, vma->vm_mm, uaddr);
 	return true;
 }
 
@@ -639,12 +661,12 @@ void __migrc_batch_commit(void)
 		return;
 	}
 
-	nr_cpus = arch_tlbbatch_nr_cpus(&batch->ro);
+	nr_cpus = arch_tlbbatch_nr_cpus(batch->ro);
 	spin_lock(&migrc_pending_batch.lock);
 	first = !migrc_pending();
 	if (first)
 		migrc_pending_batch.oldest = jiffies;
-	arch_tlbbatch_fold(&migrc_pending_batch.cpus, &batch->ro);
+	arch_tlbbatch_fold(&migrc_pending_batch.cpus, batch->ro);
 	force = migrc_over_limit(migrc_pending_batch.nr_pages, batch->nr_pages,
 				 READ_ONCE(migrc_max_pending_pages));
 	migrc_pending_batch.nr_pages += batch->nr_pages;
@@ -669,7 +691,7 @@ void __migrc_batch_commit(void)
 				 msecs_to_jiffies(READ_ONCE(migrc_max_age_ms)));
 	spin_unlock(&migrc_pending_batch.lock);
 	/* Published: what the batch defers next needs a commit of its own. */
-	arch_tlbbatch_clear(&batch->ro);
+	arch_tlbbatch_clear(batch->ro);
 	batch->nr_pages = 0;
 }
 
@@ -823,6 +845,8 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 		  "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
 		  folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
 }
+/* migrc_folio_write() is inline, and filesystems may be modules. */
+EXPORT_SYMBOL_GPL(migrc_debug_check_folio);
 #endif
 
 /**
