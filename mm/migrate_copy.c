@@ -239,17 +239,29 @@ static int mt_copy(struct migrate_copy_job *job)
 	}
 
 	/* Helpers: idle CPUs of the chosen node that the caller may use. */
+	cpumask_and(idle, current->cpus_ptr, cpu_online_mask);
+	cpu = get_cpu();
+	cpumask_clear_cpu(cpu, idle);
+	put_cpu();
+	for_each_cpu(i, idle)
+		if (!idle_cpu(i))
+			cpumask_clear_cpu(i, idle);
 	nid = copy_node(job);
 	if (nid != NUMA_NO_NODE)
-		cpumask_and(cand, cpumask_of_node(nid), current->cpus_ptr);
-	cpumask_and(cand, cand, cpu_online_mask);
-	cpu = get_cpu();
-	cpumask_clear_cpu(cpu, cand);
-	put_cpu();
-	for_each_cpu(i, cand)
-		if (idle_cpu(i))
-			cpumask_set_cpu(i, idle);
+		cpumask_and(cand, cpumask_of_node(nid), idle);
 	nr_cpus = migrate_copy_pick_cpus(cand, idle, cpu_llc_id, want - 1, cpus);
+	/*
+	 * auto: when that node has no idle CPU to spare (the caller may be
+	 * its only one), any other idle CPU helps; it copies across the
+	 * interconnect, which still beats leaving it idle.  push and pull
+	 * keep to their node.
+	 */
+	if (nr_cpus < want - 1 && READ_ONCE(copy_policy) == MIGRATE_COPY_AUTO) {
+		cpumask_andnot(cand, idle, cand);
+		nr_cpus += migrate_copy_pick_cpus(cand, idle, cpu_llc_id,
+						  want - 1 - nr_cpus,
+						  cpus + nr_cpus);
+	}
 	free_cpumask_var(cand);
 	free_cpumask_var(idle);
 	if (!nr_cpus)

@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer; do
 done
 
 echo "TAP version 13"
-echo "1..25"
+echo "1..28"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -84,5 +84,22 @@ refused "bg-writer: seconds with garbage" bg-writer -f "$d/f" -t 3x
 refused "bg-writer: stray argument" bg-writer -f "$d/f" extra
 refused "bg-writer: unknown mode" bg-writer -f "$d/f" -m write2
 helps "bg-writer --help prints usage, status 0" bg-writer --help
+
+# harness/bench-copy checks its arguments before it boots anything.
+bench_refused() {
+	desc=$1
+	shift
+	"$top/harness/bench-copy" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -q '^bench-copy: .*interleave' "$tmp/err"; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+		sed 's/^/# /' "$tmp/err" | head -5
+	fi
+}
+bench_refused "bench-copy: --interleave below 2 rounds" --interleave 1
+bench_refused "bench-copy: --interleave not a number" --interleave 2x
+bench_refused "bench-copy: --interleave with --busy" --interleave 5 --busy
 
 [ "$fails" -eq 0 ]

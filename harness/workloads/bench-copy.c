@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <numa.h>
@@ -70,7 +71,7 @@ struct row {
 
 static struct {
 	bool do4k, do2m, memcpy, full_pattern, quiet, prefault;
-	int warmup;
+	int warmup, interleave, start_on;
 	unsigned long pages4k[MAX_LIST], pages2m[MAX_LIST];
 	int n4k, n2m;
 	int from, to, repeat;
@@ -130,6 +131,17 @@ static void usage(FILE *f)
 "                         kernel only takes copy helpers the caller may run\n"
 "                         on (default: not pinned)\n"
 "  --warmup N             untimed runs before the timed ones (default 0)\n"
+"  --start-on CPU         enter each move_pages() on this CPU, with the\n"
+"                         affinity unchanged (unlike --pin, which also\n"
+"                         limits the CPUs the kernel may take as helpers)\n"
+"  --interleave R         instead of the tables: R rounds (at least 2) of\n"
+"                         every --threads column per batch size, in one\n"
+"                         boot, the order rotated and reversed every round;\n"
+"                         times the whole move and the copy phase (the\n"
+"                         mm_migrate_batch_copy tracepoint's duration) and\n"
+"                         reports each column against the first (serial if\n"
+"                         listed) as per-round ratios: median, interquartile\n"
+"                         range and a bootstrap 95%% interval\n"
 "  --prefault             first touch 90%% of both nodes' free memory, so that\n"
 "                         a VM's host faults its RAM in before timing\n"
 "  --full-pattern         fill and check every word (default: 8 words per\n"
@@ -440,6 +452,104 @@ static struct row *new_row(const char *size, unsigned long nr, const char *threa
  * -2 if the kernel did not give us THPs (printed), or -1 on a verification
  * failure (printed).  *split is set if THPs were split by the migration.
  */
+/*
+ * The copy phase of the batched path, from the mm_migrate_batch_copy
+ * tracepoint: its duration_ns is the batched copy step alone, without
+ * unmap, flush, remap or the syscall.  Enabled only in --interleave mode.
+ */
+#define TRACEFS		"/sys/kernel/tracing"
+#define COPY_EVENT	TRACEFS "/events/migrate/mm_migrate_batch_copy/enable"
+
+static struct {
+	bool on;
+	char saved[8];
+	double ns;		/* summed over the last move's batches */
+	double bytes;
+	int events;
+	unsigned int threads;	/* the most any batch of the move used */
+} phase;
+
+static int copy_phase_start(void)
+{
+	if (read_file(COPY_EVENT, phase.saved, sizeof(phase.saved)) ||
+	    write_file(COPY_EVENT, "1")) {
+		fprintf(stderr, "bench-copy: cannot enable %s (tracefs mounted? root?)\n",
+			COPY_EVENT);
+		return -1;
+	}
+	phase.on = true;
+	return 0;
+}
+
+static void copy_phase_stop(void)
+{
+	if (phase.on)
+		write_file(COPY_EVENT, phase.saved[0] == '1' ? "1" : "0");
+	phase.on = false;
+}
+
+static void copy_phase_reset(void)
+{
+	int fd;
+
+	phase.ns = phase.bytes = 0;
+	phase.events = 0;
+	phase.threads = 0;
+	if (!phase.on)
+		return;
+	fd = open(TRACEFS "/trace", O_WRONLY | O_TRUNC);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void copy_phase_read(void)
+{
+	unsigned long long ns, bytes;
+	unsigned int threads;
+	char line[512], *p;
+	FILE *f;
+
+	if (!phase.on)
+		return;
+	f = fopen(TRACEFS "/trace", "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, "mm_migrate_batch_copy:");
+		if (!p || strstr(p, "err=0") == NULL)
+			continue;
+		if (!strstr(p, "bytes=") || !strstr(p, "duration_ns=") ||
+		    sscanf(strstr(p, "bytes="), "bytes=%llu", &bytes) != 1 ||
+		    sscanf(strstr(p, "duration_ns="), "duration_ns=%llu", &ns) != 1)
+			continue;
+		phase.ns += ns;
+		phase.bytes += bytes;
+		phase.events++;
+		if (strstr(p, "threads=") &&
+		    sscanf(strstr(p, "threads="), "threads=%u", &threads) == 1 &&
+		    threads > phase.threads)
+			phase.threads = threads;
+	}
+	fclose(f);
+}
+
+/*
+ * Get onto @cpu and give the old affinity back: the call that follows
+ * starts there (a lone running task is not moved off its CPU), while the
+ * kernel may still take any CPU the task may use as a copy helper.
+ */
+static void start_on_cpu(int cpu)
+{
+	cpu_set_t one, all;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (!sched_setaffinity(0, sizeof(one), &one))
+		sched_setaffinity(0, sizeof(all), &all);
+}
+
 static double run_once(bool thp, unsigned long nr, int rep, bool *split)
 {
 	size_t fsz = thp ? THP_SZ : PAGE_SZ, len = nr * fsz;
@@ -497,9 +607,13 @@ static double run_once(bool thp, unsigned long nr, int rep, bool *split)
 		status[i] = INT32_MIN;
 	}
 
+	copy_phase_reset();
+	if (opt.start_on)
+		start_on_cpu(opt.start_on - 1);
 	t0 = now();
 	bad = move_pages(0, nr, addrs, nodes, status, MPOL_MF_MOVE);
 	t1 = now();
+	copy_phase_read();
 
 	ret = -1;
 	if (bad) {
@@ -955,6 +1069,7 @@ enum {
 	O_SIZES = 256, O_PAGES, O_PAGES4K, O_PAGES2M, O_FROM, O_TO, O_REPEAT,
 	O_THREADS, O_POLICY, O_LABEL, O_CSV, O_BASELINE, O_REPORT, O_MEMCPY,
 	O_MEMCPY_MB, O_FULL, O_BACKEND, O_PIN, O_WARMUP, O_PREFAULT,
+	O_INTERLEAVE, O_START_ON,
 };
 
 static const struct option longopts[] = {
@@ -978,6 +1093,8 @@ static const struct option longopts[] = {
 	{ "pin", required_argument, NULL, O_PIN },
 	{ "warmup", required_argument, NULL, O_WARMUP },
 	{ "prefault", no_argument, NULL, O_PREFAULT },
+	{ "interleave", required_argument, NULL, O_INTERLEAVE },
+	{ "start-on", required_argument, NULL, O_START_ON },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -1069,6 +1186,15 @@ static int parse_args(int argc, char **argv)
 			if (parse_int(optarg, 0, MAX_REPEAT, &opt.warmup))
 				goto bad;
 			break;
+		case O_START_ON:
+			if (parse_int(optarg, 0, CPU_SETSIZE - 1, &opt.start_on))
+				goto bad;
+			opt.start_on++;		/* 0: not set */
+			break;
+		case O_INTERLEAVE:
+			if (parse_int(optarg, 2, MAX_REPEAT, &opt.interleave))
+				goto bad;
+			break;
 		case O_PREFAULT:
 			opt.prefault = true;
 			break;
@@ -1135,6 +1261,215 @@ static int setup_nodes(void)
 		return -1;
 	}
 	return 0;
+}
+
+/* The q-quantile of n sorted values, interpolated. */
+static double quantile(const double *v, int n, double q)
+{
+	double pos = q * (n - 1);
+	int i = (int)pos;
+
+	return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+static double median_of(const double *v, int n)
+{
+	double s[MAX_REPEAT];
+
+	memcpy(s, v, n * sizeof(*v));
+	qsort(s, n, sizeof(*s), cmp_double);
+	return quantile(s, n, 0.5);
+}
+
+/* Median with its interquartile range and a bootstrap 95% interval. */
+struct spread {
+	double med, q1, q3, lo, hi;
+};
+
+#define BOOTSTRAP	2000
+
+static struct spread spread_of(const double *v, int n)
+{
+	static double meds[BOOTSTRAP];
+	uint64_t x = 0x9e3779b97f4a7c15ULL;	/* fixed: runs are reproducible */
+	double s[MAX_REPEAT], r[MAX_REPEAT];
+	struct spread sp;
+	int b, i;
+
+	memcpy(s, v, n * sizeof(*v));
+	qsort(s, n, sizeof(*s), cmp_double);
+	sp.med = quantile(s, n, 0.5);
+	sp.q1 = quantile(s, n, 0.25);
+	sp.q3 = quantile(s, n, 0.75);
+	for (b = 0; b < BOOTSTRAP; b++) {
+		for (i = 0; i < n; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			r[i] = v[x % n];
+		}
+		meds[b] = median_of(r, n);
+	}
+	qsort(meds, BOOTSTRAP, sizeof(*meds), cmp_double);
+	sp.lo = quantile(meds, BOOTSTRAP, 0.025);
+	sp.hi = quantile(meds, BOOTSTRAP, 0.975);
+	return sp;
+}
+
+static void print_spread(const char *what, const double *v, int n)
+{
+	struct spread sp;
+
+	if (n < 2) {
+		printf("  %-26s n/a\n", what);
+		return;
+	}
+	sp = spread_of(v, n);
+	printf("  %-26s %6.3f  IQR %.3f-%.3f  95%% CI %.3f-%.3f  (%d rounds)\n",
+	       what, sp.med, sp.q1, sp.q3, sp.lo, sp.hi, n);
+}
+
+/*
+ * One batch size: every column once per round, the order rotated by one
+ * and reversed every other round, so that no column always runs first
+ * or right after the same one.  Ratios are taken within a round, where
+ * the guest's host load is the most alike.
+ */
+static int interleave_point(bool thp, unsigned long nr, const struct list *cols)
+{
+	static double move[MAX_LIST][MAX_REPEAT], copy[MAX_LIST][MAX_REPEAT];
+	static unsigned int thr[MAX_LIST][MAX_REPEAT];
+	const char *size = thp ? "2m" : "4k";
+	int ref = 0, r, k, c, n, nc = cols->n;
+	double ratio[MAX_REPEAT];
+	bool split = false;
+	char name[32], what[64];
+	unsigned long need = nr * (thp ? THP_SZ : PAGE_SZ) * 6 / 5;
+
+	if (node_free(opt.to) < need || node_free(opt.from) < need) {
+		printf("interleaved %s x %lu: skipped (needs %lu MB)\n", size, nr, need >> 20);
+		return 0;
+	}
+	for (c = 0; c < nc; c++)
+		if (!strcmp(cols->v[c], "serial"))
+			ref = c;
+	for (r = 0; r < opt.interleave; r++) {
+		for (k = 0; k < nc; k++) {
+			c = ((r & 1) ? nc - 1 - k : k) + r;
+			c %= nc;
+			if (have_threads_knob && set_threads(cols->v[c]))
+				return EXIT_SETUP;
+			move[c][r] = run_once(thp, nr, r, &split);
+			if (move[c][r] == -2) {
+				printf("interleaved %s x %lu: skipped (THP allocation failed)\n",
+				       size, nr);
+				return 0;
+			}
+			if (move[c][r] <= 0) {
+				had_verify_fail |= move[c][r] < 0;
+				return move[c][r] < 0 ? EXIT_VERIFY : EXIT_SETUP;
+			}
+			copy[c][r] = phase.events && phase.ns > 0 ?
+				     phase.bytes / phase.ns : 0;
+			thr[c][r] = phase.threads;
+		}
+	}
+	measured++;
+	printf("\ninterleaved %s x %lu (%lu MB), %d rounds%s; GB/s per round, "
+	       "ratios against %s\n", size, nr,
+	       nr * (thp ? THP_SZ : PAGE_SZ) >> 20, opt.interleave,
+	       split ? ", THPs were split by the move" : "", cols->v[ref]);
+	for (c = 0; c < nc; c++) {
+		const char *cn = col_name(cols->v[c], name, sizeof(name));
+		int multi = 0;
+
+		snprintf(what, sizeof(what), "%s move", cn);
+		print_spread(what, move[c], opt.interleave);
+		for (n = 0, r = 0; r < opt.interleave; r++)
+			if (copy[c][r] > 0)
+				ratio[n++] = copy[c][r];
+		snprintf(what, sizeof(what), "%s copy phase", cn);
+		if (n == opt.interleave)
+			print_spread(what, ratio, n);
+		else
+			printf("  %-26s n/a (%d of %d rounds had no batched copy)\n",
+			       what, opt.interleave - n, opt.interleave);
+		for (r = 0; r < opt.interleave; r++)
+			multi += thr[c][r] > 1;
+		if (n)
+			printf("  %-26s %d of %d rounds copied on more than one CPU\n",
+			       "", multi, opt.interleave);
+	}
+	for (c = 0; c < nc; c++) {
+		struct spread sp;
+
+		const char *cn;
+
+		if (c == ref)
+			continue;
+		cn = col_name(cols->v[c], name, sizeof(name));
+		for (r = 0; r < opt.interleave; r++)
+			ratio[r] = move[c][r] / move[ref][r];
+		snprintf(what, sizeof(what), "%s/%s move", cn, cols->v[ref]);
+		print_spread(what, ratio, opt.interleave);
+		for (n = 0, r = 0; r < opt.interleave; r++)
+			if (copy[c][r] > 0 && copy[ref][r] > 0)
+				ratio[n++] = copy[c][r] / copy[ref][r];
+		snprintf(what, sizeof(what), "%s/%s copy phase", cn, cols->v[ref]);
+		if (n < opt.interleave) {
+			printf("  %-26s n/a\n", what);
+			continue;
+		}
+		print_spread(what, ratio, n);
+		sp = spread_of(ratio, n);
+		printf("ratio: %s x %lu %s/%s copy phase %.3f (95%% CI %.3f-%.3f): %s\n",
+		       size, nr, cn, cols->v[ref], sp.med, sp.lo, sp.hi,
+		       sp.lo > 1.0 ? "faster" : sp.hi < 1.0 ? "slower" :
+		       "no difference shown");
+	}
+	return 0;
+}
+
+static void print_copy_variant(void)
+{
+	char line[4096];
+	bool erms = false, fsrm = false, rep_good = false;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5))
+			continue;
+		erms = strstr(line, " erms") != NULL;
+		fsrm = strstr(line, " fsrm") != NULL;
+		rep_good = strstr(line, " rep_good") != NULL;
+		break;
+	}
+	if (f)
+		fclose(f);
+	printf("cpu: erms %s, fsrm %s, rep_good %s: migration's copy_mc_highpage() "
+	       "copies with %s; copy_page() with %s\n",
+	       erms ? "yes" : "no", fsrm ? "yes" : "no", rep_good ? "yes" : "no",
+	       erms ? "rep movsb (copy_mc_enhanced_fast_string)" :
+	       fsrm ? "memcpy's rep movsb" : "memcpy's unrolled loop",
+	       rep_good ? "rep movsq" : "copy_page_regs");
+}
+
+static int run_interleaved(const struct list *cols)
+{
+	int i, rc = 0;
+
+	print_copy_variant();
+	if (have_threads_knob && copy_phase_start())
+		return EXIT_SETUP;
+	for (i = 0; !rc && opt.do4k && i < opt.n4k; i++)
+		rc = interleave_point(false, opt.pages4k[i], cols);
+	for (i = 0; !rc && opt.do2m && i < opt.n2m; i++)
+		rc = interleave_point(true, opt.pages2m[i], cols);
+	copy_phase_stop();
+	restore_knobs();
+	if (rc)
+		return rc;
+	return measured ? 0 : EXIT_SKIPPED;
 }
 
 int main(int argc, char **argv)
@@ -1246,6 +1581,11 @@ int main(int argc, char **argv)
 	if (opt.prefault) {
 		prefault_node(opt.from);
 		prefault_node(opt.to);
+	}
+	if (opt.interleave) {
+		if (have_policy_knob && opt.policy.n && set_knob(KNOB_POLICY, policies.v[0]))
+			return EXIT_SETUP;
+		return run_interleaved(&threads);
 	}
 	for (p = 0; p < policies.n; p++) {
 		if (have_policy_knob && opt.policy.n && set_knob(KNOB_POLICY, policies.v[p]))
