@@ -211,9 +211,13 @@ static void migrc_timeout_fn(struct work_struct *work)
 	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
 }
 
+/* The newest generation an allocation skipped pages for: only raised. */
+static unsigned long migrc_alloc_need;
+
 static void migrc_alloc_fn(struct work_struct *work)
 {
-	migrc_flush_all(MIGRC_FLUSH_ALLOC);
+	/* What was skipped, not what was deferred since: that has its bound. */
+	migrc_flush(READ_ONCE(migrc_alloc_need), MIGRC_FLUSH_ALLOC);
 }
 static DECLARE_WORK(migrc_alloc_work, migrc_alloc_fn);
 
@@ -230,8 +234,15 @@ static DECLARE_WORK(migrc_alloc_work, migrc_alloc_fn);
  */
 void migrc_alloc_kick(void)
 {
-	if (migrc_pending())
-		queue_work(system_unbound_wq, &migrc_alloc_work);
+	unsigned long gen = READ_ONCE(migrc_gens.latest);
+	unsigned long old = READ_ONCE(migrc_alloc_need);
+
+	if (!migrc_pending())
+		return;
+	while (migrc_gen_after(gen, old) &&
+	       !try_cmpxchg(&migrc_alloc_need, &old, gen))
+		;
+	queue_work(system_unbound_wq, &migrc_alloc_work);
 }
 
 /*

@@ -548,14 +548,30 @@ static void migrc_test_node_give_back(void *data)
 			__free_page(n->run + i);
 }
 
+/* Allocate every free page of the node, the largest blocks first. */
+static void migrc_test_node_drain(struct migrc_test_node *n)
+{
+	int order;
+
+	for (order = MAX_PAGE_ORDER; order >= 0; order--) {
+		struct page *page;
+
+		while ((page = alloc_pages_node(n->nid, MIGRC_TEST_ATOMIC,
+						order))) {
+			set_page_private(page, order);
+			list_add(&page->lru, &n->taken);
+		}
+	}
+}
+
 /*
- * Allocate every free page of the node, the largest blocks first; they
- * go back when the test ends, whatever its outcome.
+ * Take every free page of the node; they go back when the test ends,
+ * whatever its outcome.
  */
 static struct migrc_test_node *migrc_test_node_take(struct kunit *test)
 {
 	struct migrc_test_node *n;
-	int order, ret;
+	int ret;
 
 	n = kunit_kzalloc(test, sizeof(*n), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, n);
@@ -566,15 +582,7 @@ static struct migrc_test_node *migrc_test_node_take(struct kunit *test)
 	ret = kunit_add_action_or_reset(test, migrc_test_node_give_back, n);
 	KUNIT_ASSERT_EQ(test, ret, 0);
 	migrc_test_node_free(n->nid);
-	for (order = MAX_PAGE_ORDER; order >= 0; order--) {
-		struct page *page;
-
-		while ((page = alloc_pages_node(n->nid, MIGRC_TEST_ATOMIC,
-						order))) {
-			set_page_private(page, order);
-			list_add(&page->lru, &n->taken);
-		}
-	}
+	migrc_test_node_drain(n);
 	return n;
 }
 
@@ -590,6 +598,7 @@ static unsigned long migrc_test_node_block(struct kunit *test,
 {
 	unsigned long done = READ_ONCE(migrc_gens.done), i;
 	struct page *page;
+	int tries;
 
 	list_for_each_entry(page, &n->taken, lru)
 		if (page_private(page) >= order)
@@ -602,6 +611,9 @@ static unsigned long migrc_test_node_block(struct kunit *test,
 	n->run_order = page_private(page);
 	set_page_private(page, 0);
 	split_page(page, n->run_order);
+	/* Pages another CPU freed to the node meanwhile are taken as well. */
+	for (tries = 0; tries < 3 && migrc_test_node_free(n->nid); tries++)
+		migrc_test_node_drain(n);
 	KUNIT_ASSERT_EQ_MSG(test, migrc_test_node_free(n->nid), 0UL,
 			    "node %d still has free pages", n->nid);
 	n->run_freed = 1UL << order;
