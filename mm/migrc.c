@@ -56,7 +56,6 @@ EXPORT_SYMBOL_GPL(migrc_key);
 static bool migrc_boot_on __initdata;
 
 struct migrc_gens migrc_gens;
-/* migrc_pending() is inline, and filesystems may be modules. */
 EXPORT_SYMBOL_GPL(migrc_gens);
 
 /* Tunables, /sys/kernel/mm/migrc/ */
@@ -219,6 +218,7 @@ static void migrc_alloc_fn(struct work_struct *work)
 	/* What was skipped, not what was deferred since: that has its bound. */
 	migrc_flush(READ_ONCE(migrc_alloc_need), MIGRC_FLUSH_ALLOC);
 }
+
 static DECLARE_WORK(migrc_alloc_work, migrc_alloc_fn);
 
 /**
@@ -843,7 +843,8 @@ EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
  * @ip: the caller, for the report
  *
  * Called by migrc_folio_write() after its barrier; warns if a flush
- * recorded for @folio is still pending.
+ * recorded for @folio is still pending.  Exported, as migrc_gens is: the
+ * inline migrc_folio_write() runs in filesystems that may be modules.
  */
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
@@ -856,7 +857,6 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 		  "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
 		  folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
 }
-/* migrc_folio_write() is inline, and filesystems may be modules. */
 EXPORT_SYMBOL_GPL(migrc_debug_check_folio);
 #endif
 
