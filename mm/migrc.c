@@ -80,10 +80,12 @@ static struct {
 
 #ifdef CONFIG_MIGRC_DEBUG
 static void migrc_debug_alloc(struct page *page, unsigned int order);
-static void migrc_debug_record(unsigned long pfn, unsigned long gen);
+static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
+				 unsigned long gen);
 #else
 static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
-static inline void migrc_debug_record(unsigned long pfn, unsigned long gen) { }
+static inline void migrc_debug_note_dst(unsigned long src, unsigned long dst,
+					unsigned long gen) { }
 #endif
 
 /*
@@ -97,11 +99,14 @@ static inline void migrc_debug_record(unsigned long pfn, unsigned long gen) { }
  *  skip_write_flush	let a write pass the write barrier unflushed
  *  free_untagged	free sources untagged and unflushed to the per-CPU
  *			lists, where they are reused at once
+ *  skip_wp_check	defer the flush of a read-only entry even while a
+ *			write-protect of its mm is in flight
  */
 enum migrc_inject {
 	MIGRC_INJECT_SKIP_ALLOC,
 	MIGRC_INJECT_SKIP_WRITE,
 	MIGRC_INJECT_UNTAGGED,
+	MIGRC_INJECT_SKIP_WP,
 	NR_MIGRC_INJECT
 };
 
@@ -114,6 +119,7 @@ static const char * const migrc_inject_name[NR_MIGRC_INJECT] = {
 	[MIGRC_INJECT_SKIP_ALLOC]	= "skip_alloc_flush",
 	[MIGRC_INJECT_SKIP_WRITE]	= "skip_write_flush",
 	[MIGRC_INJECT_UNTAGGED]		= "free_untagged",
+	[MIGRC_INJECT_SKIP_WP]		= "skip_wp_check",
 };
 
 static bool migrc_injected(enum migrc_inject what)
@@ -427,15 +433,36 @@ static struct migrc_batch *migrc_batch_alloc(int reason)
 }
 
 /*
- * Read-only clean entries may be deferred in any mapping but hugetlb.
- * Shared anonymous memory is shmem: like any shmem or file mapping, it can
- * only be written through a PTE that is writable at migration time (then
- * the folio is not deferred) or made writable later (then the write
- * barrier runs first), so it needs no exclusion.
+ * Read-only entries may be deferred in any mapping but hugetlb and x86
+ * shadow stacks, whose PTEs are read-only (W=0) and yet written by
+ * shadow-stack accesses.  A shadow-stack PTE is also dirty, which reclaim
+ * excludes anyway; but fork() moves D to SavedDirty when it write-protects
+ * one, so only the VMA flag is a sure test for migration.  Shared
+ * anonymous memory is shmem: like any shmem or file mapping, it can only
+ * be written through a PTE that is writable at unmap (then the folio is
+ * not deferred) or made writable later (then the write barrier runs
+ * first), so it needs no exclusion.
  */
 static bool migrc_vma_ok(struct vm_area_struct *vma)
 {
-	return !is_vm_hugetlb_page(vma);
+	return !is_vm_hugetlb_page(vma) && !(vma->vm_flags & VM_SHADOW_STACK);
+}
+
+/*
+ * May a CPU still cache a writable entry for a PTE of @mm that is
+ * read-only now?  Only while a write-protect whose flush is still to come
+ * is in flight: mprotect(), NUMA scanning, uffd-wp, clear_refs and
+ * mapping_dirty_helpers count theirs in mm->tlb_flush_pending, fork() in
+ * mm->migrc_wp_pending; every other path that clears W flushes before it
+ * drops the PTE lock (Documentation/mm/migrc.rst lists them).  The caller
+ * holds the PTE lock under which it found the entry read-only, which
+ * orders these reads after the write-protector's increment.
+ */
+static bool migrc_wp_in_flight(struct mm_struct *mm)
+{
+	if (migrc_injected(MIGRC_INJECT_SKIP_WP))
+		return false;
+	return mm_tlb_flush_pending(mm) || atomic_read(&mm->migrc_wp_pending);
 }
 
 /* Is every way the data of @mapping can change known?  See below. */
@@ -603,19 +630,33 @@ bool __migrc_unmap_end(struct folio *folio)
 	return deferred;
 }
 
+/*
+ * Could the folio be written through @pteval once it is remapped, or, for
+ * reclaim, was it written?  Migration copies whatever the source holds,
+ * so a dirty entry is as good as a clean one there once it is read-only.
+ * Reclaim writes a dirty folio back instead of freeing it.
+ */
+static bool migrc_pte_blocks(struct migrc_batch *batch, pte_t pteval)
+{
+	return pte_write(pteval) ||
+	       (batch->reason == MIGRC_REASON_RECLAIM && pte_dirty(pteval));
+}
+
 /**
  * __migrc_note_pte - see every entry try_to_migrate() clears
  * @pteval: the entry, as it was when cleared
  *
- * A writable or dirty entry, even one flushed at once, keeps the folio
- * from being deferred.
+ * A writable entry (for reclaim, also a dirty one), even one flushed at
+ * once, keeps the folio from being deferred.
  */
 void __migrc_note_pte(pte_t pteval)
 {
 	struct migrc_batch *batch = current->migrc_batch;
 
-	if (batch && batch->active && (pte_write(pteval) || pte_dirty(pteval)))
-		batch->folio_ok = false;
+	if (!batch || !batch->active || !migrc_pte_blocks(batch, pteval))
+		return;
+	batch->folio_ok = false;
+	count_vm_event(MIGRC_WRITABLE_ENTRIES);
 }
 
 /**
@@ -637,8 +678,13 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 
 	if (!batch || !batch->active)
 		return false;
-	if (pte_write(pteval) || pte_dirty(pteval) || !migrc_vma_ok(vma)) {
+	if (migrc_pte_blocks(batch, pteval) || !migrc_vma_ok(vma)) {
 		batch->folio_ok = false;
+		return false;
+	}
+	if (migrc_wp_in_flight(vma->vm_mm)) {
+		batch->folio_ok = false;
+		count_vm_event(MIGRC_WP_IN_FLIGHT);
 		return false;
 	}
 	arch_tlbbatch_add_pending(batch->folio, vma->vm_mm, uaddr);
@@ -714,6 +760,7 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 
 	if (deferred && !WARN_ON_ONCE(!batch))
 		gen = batch->gen;
+	migrc_debug_note_dst(folio_pfn(src), folio_pfn(dst), gen);
 	/*
 	 * A source still under a pending key is the destination of an
 	 * earlier deferral (migrated again within max_age_ms): its stale
@@ -729,7 +776,6 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	migrc_slot_raise(migrc_key_slot(folio_pfn(dst)), gen);
 	if (!folio_test_anon(dst) && dst->mapping)
 		migrc_slot_raise(migrc_key_slot((unsigned long)dst->mapping), gen);
-	migrc_debug_record(folio_pfn(dst), gen);
 }
 
 /**
@@ -804,6 +850,27 @@ static bool migrc_debug_take(unsigned long pfn, unsigned long *gen, bool erase)
 	}
 	raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
 	return found;
+}
+
+/*
+ * Records @dst's pending generation: @gen, the batch's when its flush was
+ * deferred, or the one still recorded for @src if @src is itself the
+ * destination of a deferral not flushed yet.  By exact pfn, not by key
+ * slot as __migrc_note_dst() carries it: a slot that @src shares with
+ * another pfn only costs the barrier a needless flush, but would make
+ * this check report a writable destination that no stale entry can read.
+ */
+static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
+				 unsigned long gen)
+{
+	unsigned long carried;
+
+	if (migrc_debug_take(src, &carried, false) &&
+	    !migrc_gen_covers(READ_ONCE(migrc_gens.done), carried) &&
+	    (!gen || migrc_gen_after(carried, gen)))
+		gen = carried;
+	if (gen)
+		migrc_debug_record(dst, gen);
 }
 
 /* A new life for these pages: forget what their previous one recorded. */

@@ -343,21 +343,22 @@ static void migrc_batch_commit_test(struct kunit *test)
 }
 
 /*
- * One writable or dirty entry sends all of the folio's entries, the
- * read-only ones taken before it included, to the ordinary batch that the
- * caller flushes at its flush point.  So does one flushed at once.
+ * In a batch of @reason, each entry of @bad sends all of the folio's
+ * entries, the read-only ones taken before it included, to the ordinary
+ * batch that the caller flushes at its flush point.  So does one flushed
+ * at once.
  */
-static void migrc_batch_writable_test(struct kunit *test)
+static void migrc_test_blocked(struct kunit *test, int reason,
+			       const pte_t *bad, int nr_bad)
 {
 	struct migrc_batch_test *t = test->priv;
 	unsigned long latest = migrc_test_latest();
 	pte_t ro = migrc_test_pte(t, PAGE_READONLY);
-	pte_t bad[] = { migrc_test_pte(t, PAGE_SHARED), pte_mkdirty(ro) };
 	struct migrc_batch *outer;
 	int i;
 
-	outer = migrc_batch_open(MR_DEMOTION, true);
-	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+	outer = migrc_batch_open(reason, true);
+	for (i = 0; i < nr_bad; i++) {
 		migrc_unmap_begin(t->folio);
 		KUNIT_EXPECT_TRUE(test, migrc_defer_pte(&t->vma, ro, SZ_1M));
 		KUNIT_EXPECT_FALSE(test, migrc_defer_pte(&t->vma, bad[i], SZ_2M));
@@ -378,6 +379,76 @@ static void migrc_batch_writable_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest);
 	KUNIT_EXPECT_FALSE(test, migrc_pending());
 	migrc_batch_close(outer);
+}
+
+/* Writable entries block migration; writable or dirty ones block reclaim. */
+static void migrc_batch_writable_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	pte_t ro = migrc_test_pte(t, PAGE_READONLY);
+	pte_t bad[] = { migrc_test_pte(t, PAGE_SHARED), pte_mkdirty(ro) };
+
+	migrc_test_blocked(test, MR_DEMOTION, bad, 1);
+	migrc_test_blocked(test, MIGRC_REASON_RECLAIM, bad, ARRAY_SIZE(bad));
+}
+
+/*
+ * Migrate t->folio with the one entry @pte, as set_tlb_ubc_flush_pending()
+ * and the flush point do: is its flush deferred?  Either way the deferral
+ * is flushed and the shootdowns it sent forgotten before returning; the
+ * caller sees those of the unmap's own flush.
+ */
+static bool migrc_test_migrate_one(struct kunit *test, pte_t pte)
+{
+	struct migrc_batch_test *t = test->priv;
+	struct migrc_batch *outer;
+	bool deferred;
+	int sent;
+
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	migrc_unmap_begin(t->folio);
+	if (!migrc_defer_pte(&t->vma, pte, SZ_1M)) {
+		arch_tlbbatch_add_pending(&current->tlb_ubc.arch, t->mm, SZ_1M);
+		current->tlb_ubc.flush_required = true;
+	}
+	migrc_note_pte(pte);
+	deferred = migrc_unmap_end(t->folio);
+	try_to_unmap_flush();
+	sent = migrc_test_sent();
+	migrc_batch_commit();
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	migrc_batch_close(outer);
+	migrc_test_sent();
+	KUNIT_EXPECT_EQ(test, sent, deferred ? 0 : 1);
+	return deferred;
+}
+
+/*
+ * A read-only entry is deferred for migration even when dirty, unless a
+ * write-protect of its mm is in flight: one counted in tlb_flush_pending
+ * (mprotect() and friends) or in migrc_wp_pending (fork()).  Then another
+ * CPU may still cache it writable, and its flush is sent at once.
+ */
+static void migrc_batch_wp_in_flight_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	pte_t ro_dirty = pte_mkdirty(migrc_test_pte(t, PAGE_READONLY));
+
+	KUNIT_EXPECT_TRUE_MSG(test, migrc_test_migrate_one(test, ro_dirty),
+			      "a read-only dirty entry must be deferred");
+
+	inc_tlb_flush_pending(t->mm);
+	KUNIT_EXPECT_FALSE_MSG(test, migrc_test_migrate_one(test, ro_dirty),
+			       "deferred during an mprotect()-style write-protect");
+	dec_tlb_flush_pending(t->mm);
+
+	migrc_wp_begin(t->mm);
+	KUNIT_EXPECT_FALSE_MSG(test, migrc_test_migrate_one(test, ro_dirty),
+			       "deferred during fork()'s write-protect");
+	migrc_wp_end(t->mm);
+
+	/* Both write-protects over: deferred again. */
+	KUNIT_EXPECT_TRUE(test, migrc_test_migrate_one(test, ro_dirty));
 }
 
 /*
@@ -790,6 +861,7 @@ static void migrc_batch_keys_test(struct kunit *test)
 static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_commit_test),
 	KUNIT_CASE(migrc_batch_writable_test),
+	KUNIT_CASE(migrc_batch_wp_in_flight_test),
 	KUNIT_CASE(migrc_batch_close_test),
 	KUNIT_CASE(migrc_batch_nest_test),
 	KUNIT_CASE(migrc_batch_put_source_test),

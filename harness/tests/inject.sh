@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..8"
+echo "1..9"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -36,7 +36,7 @@ inject() {
 		fi
 		$top/build/selftests/${4:-migrc_tlb} $sel" > "$tmp/$3" 2>&1
 	rc=$?
-	grep -E '^(not )?ok|stale [1-9]|migrc_debug' "$tmp/$3" | head -8 | sed 's/^/# /'
+	grep -E '^(not )?ok|stale [1-9]|writes lost|migrc_debug' "$tmp/$3" | head -8 | sed 's/^/# /'
 }
 
 # A tagged page handed out without its flush: the debug check reports it
@@ -79,6 +79,14 @@ check "skipped write flush: migrc_fschange (pwrite after reclaim) sees stale dat
 inject skip_write_flush "-r fschange.cow.no_stale_read" cow migrc_fschange
 check "skipped write flush: migrc_fschange (cow fault after reclaim) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/cow' && grep -q 'stale=[1-9]' '$tmp/cow'"
+
+# fork() write-protects the parent's PTEs and flushes only at its end:
+# with the in-flight write-protect ignored, a migration defers the flush
+# of such a read-only entry, and the writes another thread makes through
+# its stale writable entry after the copy are lost.
+inject skip_wp_check fork fork migrc_fork
+check "write-protect in flight ignored: migrc_fork loses writes" \
+	sh -c "grep -q '^not ok' '$tmp/fork' && grep -q 'writes lost' '$tmp/fork'"
 
 # And nothing injected: the same runs pass on the debug kernel.
 inject none reuse none

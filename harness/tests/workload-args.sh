@@ -49,7 +49,7 @@ helps() {
 	fi
 }
 
-for w in ro-stream soak reclaim-stream alloc-lat bg-writer; do
+for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 	if [ ! -x "$sel/$w" ]; then
 		echo "Bail out! $sel/$w not built (make selftests)"
 		exit 1
@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer; do
 done
 
 echo "TAP version 13"
-echo "1..28"
+echo "1..33"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -84,6 +84,12 @@ refused "bg-writer: seconds with garbage" bg-writer -f "$d/f" -t 3x
 refused "bg-writer: stray argument" bg-writer -f "$d/f" extra
 refused "bg-writer: unknown mode" bg-writer -f "$d/f" -m write2
 helps "bg-writer --help prints usage, status 0" bg-writer --help
+# anon-ro: a small, short run in case a check ever lets a value through.
+refused "anon-ro: size 0" anon-ro -t 1 -s 0
+refused "anon-ro: trailing garbage in the seconds" anon-ro -s 1 -t 5s
+refused "anon-ro: negative seconds" anon-ro -s 1 -t -1
+refused "anon-ro: -p seals the buffer that -w writes" anon-ro -s 1 -t 1 -p -w 10
+helps "anon-ro --help prints usage, status 0" anon-ro --help
 
 # harness/bench-copy checks its arguments before it boots anything.
 bench_refused() {

@@ -215,6 +215,35 @@ static inline bool migrc_pending(void)
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason);
 void migrc_flush_all(enum migrc_flush_reason reason);
 
+static inline void migrc_mm_init(struct mm_struct *mm)
+{
+	atomic_set(&mm->migrc_wp_pending, 0);
+}
+
+/*
+ * Around a write-protect of @mm that flushes only at its end and is not
+ * counted in mm->tlb_flush_pending: fork()'s copy_present_pte().  Until
+ * the flush, a CPU may still cache a writable entry for a PTE that is now
+ * read-only, and migrc_defer_pte() must not take that PTE's flush.  The
+ * increment is ordered before the write-protects by the PTE lock they
+ * take, as in inc_tlb_flush_pending(); the decrement comes after the
+ * flush.  Touched only when migrc is on: off, fork() is as in vanilla.
+ */
+static inline void migrc_wp_begin(struct mm_struct *mm)
+{
+	if (migrc_enabled())
+		atomic_inc(&mm->migrc_wp_pending);
+}
+
+static inline void migrc_wp_end(struct mm_struct *mm)
+{
+	if (migrc_enabled()) {
+		/* The flush is complete before a reader sees the count drop. */
+		smp_mb__before_atomic();
+		atomic_dec(&mm->migrc_wp_pending);
+	}
+}
+
 void __migrc_key_barrier(unsigned long key);
 
 /*
@@ -378,6 +407,9 @@ static inline bool migrc_enabled(void) { return false; }
 static inline unsigned long migrc_gen_snapshot(void) { return 0; }
 static inline bool migrc_pending(void) { return false; }
 static inline void migrc_flush_all(enum migrc_flush_reason reason) { }
+static inline void migrc_mm_init(struct mm_struct *mm) { }
+static inline void migrc_wp_begin(struct mm_struct *mm) { }
+static inline void migrc_wp_end(struct mm_struct *mm) { }
 static inline void migrc_pfn_write(unsigned long pfn) { }
 static inline void migrc_mapping_barrier(struct address_space *mapping) { }
 static inline void migrc_folio_write(struct folio *folio) { }

@@ -264,26 +264,6 @@ static void read_choice(const char *path, char *out, size_t size)
 	out[c - o - 1] = 0;
 }
 
-/* /proc/vmstat: the value of one counter, -1 if the kernel lacks it. */
-static long long read_vmstat(const char *name)
-{
-	char key[128];
-	long long v, ret = -1;
-	FILE *f;
-
-	f = fopen("/proc/vmstat", "r");
-	if (!f)
-		return -1;
-	while (fscanf(f, "%127s %lld", key, &v) == 2) {
-		if (!strcmp(key, name)) {
-			ret = v;
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
 /* The value word i holds at generation gen; never 0. */
 static inline uint64_t word_enc(size_t i, uint64_t gen)
 {

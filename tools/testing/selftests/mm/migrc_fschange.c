@@ -175,25 +175,6 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static long long read_vmstat(const char *name)
-{
-	char line[256], key[64];
-	long long v, ret = -1;
-	FILE *f;
-
-	f = fopen("/proc/vmstat", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %lld", key, &v) == 2 &&
-		    !strcmp(key, name)) {
-			ret = v;
-			break;
-		}
-	fclose(f);
-	return ret;
-}
-
 /* The first word of page @p at version @ver: zero only for a hole. */
 static inline uint64_t expected(const struct env *e, size_t p, uint64_t ver)
 {

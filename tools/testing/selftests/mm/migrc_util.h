@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the migrc selftests (migrc_tlb, migrc_copy,
- * migrc_reclaim, migrc_faults, migrc_fschange).  What upstream already has
- * is taken from vm_util.h (pagemap_get_pfn(), check_huge_anon()) and
- * thp_settings.h (thp_is_enabled()); this header holds only the rest.
+ * migrc_reclaim, migrc_faults, migrc_fschange, migrc_fork).  What
+ * upstream already has is taken from vm_util.h (pagemap_get_pfn(),
+ * check_huge_anon()) and thp_settings.h (thp_is_enabled()); this header
+ * holds only the rest.
  *
  * Include it after kselftest_harness.h, which defines _GNU_SOURCE for
  * sched_setaffinity() and the CPU_* macros.
@@ -64,6 +65,27 @@ static inline int write_str(const char *path, const char *s)
 	}
 	close(fd);
 	return n == len ? 0 : -EIO;
+}
+
+/* /proc/vmstat: the value of counter @name, -1 if the kernel lacks it. */
+static inline long long read_vmstat(const char *name)
+{
+	char line[256], key[64];
+	long long v, ret = -1;
+	FILE *f;
+
+	f = fopen("/proc/vmstat", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %lld", key, &v) == 2 &&
+		    !strcmp(key, name)) {
+			ret = v;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
 }
 
 /* Seconds on CLOCK_MONOTONIC. */

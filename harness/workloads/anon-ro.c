@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * anon-ro: anonymous read-mostly memory, the way an inference engine that
+ * loads its weights into anonymous memory uses it (or XSBench's lookups).
+ *
+ * Threads, one per CPU, each fill their own slice of an anonymous private
+ * buffer with a checkable pattern (word i holds i * ODD ^ seed), wait for
+ * each other, then read random words of the whole buffer and verify each:
+ * one word per 4 KiB page visited, in batches of independent loads, so
+ * that the run is memory-bound and spread over every page.  It moves no
+ * page itself: make the buffer bigger than the fast node and NUMA
+ * balancing or demotion migrates it, unmapping read-only anonymous pages
+ * that every thread's TLB holds, the shootdowns migrc defers.  It needs
+ * no NUMA to run.
+ *
+ * The buffer stays writable after the write phase: until the kernel
+ * write-protects a page (NUMA balancing's scanner does, and a promoted
+ * page comes back read-only), its first migration finds a writable entry,
+ * which migrc never defers (migrc_writable_entries in /proc/vmstat).
+ * With -p the buffer is sealed with mprotect(PROT_READ) after the write
+ * phase, as an engine that seals its weights does: every entry is then
+ * read-only from the start.  With -w a share of the accesses rewrite the
+ * word they hit with the value it already holds: writes that make pages
+ * writable again while verification still holds.
+ *
+ * Prints the time the write phase took ("anon-ro write: ..."), a line per
+ * interval ("anon-ro interval A-B s: reads_per_s=..."), and at the end the
+ * one line that starts with "anon-ro:" (see show_usage()).  Exits 0 if
+ * every word read right, 1 if any was wrong, 2 on a usage or setup error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+
+#define PAGE		4096UL
+#define PAGE_WORDS	(PAGE / sizeof(u64))
+#define MAX_THREADS	1024
+#define MAX_MB		1048576UL	/* 1 TiB */
+#define BATCH		16		/* independent accesses in flight */
+#define NSAMPLES	4		/* wrong words reported per thread */
+#define ODD		0x9e3779b97f4a7c15ULL
+
+typedef unsigned long long u64;
+typedef unsigned int u32;
+
+static struct {
+	size_t size;
+	unsigned int threads;
+	unsigned long seconds, interval;
+	unsigned int permille;		/* accesses that are writes */
+	u64 seed;
+	bool seal;
+} opt = {
+	.size = 1536UL << 20,
+	.seconds = 60,
+	.interval = 10,
+};
+
+struct worker {			/* a cache line or more each */
+	alignas(64) pthread_t thread;
+	unsigned int id;
+	int cpu;
+	atomic_ulong reads, writes;	/* published once per batch */
+	unsigned long wrong;
+	struct {
+		size_t idx;
+		u64 got;
+	} sample[NSAMPLES];
+};
+
+static u64 *map;
+static size_t nr_pages;
+static struct worker *workers;
+static pthread_barrier_t written, go;
+static atomic_bool stop;
+static atomic_bool interrupted;
+
+static inline u64 pattern(size_t idx)
+{
+	return (u64)idx * ODD ^ opt.seed;
+}
+
+static void show_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: anon-ro [-s MB] [-r THREADS] [-t SECONDS] [-i SECONDS] [-p]\n"
+		"               [-w PERMILLE] [-S SEED]\n"
+		"Fill an anonymous buffer with a pattern, one slice per thread, then\n"
+		"read random words of all of it from every thread, one word per page\n"
+		"visited, verifying each: read-mostly anonymous memory, as model\n"
+		"weights loaded by an inference engine.  It moves no page itself; make\n"
+		"it bigger than the fast node and let NUMA balancing or demotion do it.\n"
+		"  -s  buffer size in MB, 1..%lu (default 1536)\n"
+		"  -r  threads, one per CPU, 1..%u (default or 0: online CPUs)\n"
+		"  -t  seconds of random reads after the write phase (default 60)\n"
+		"  -i  print reads per second every this many seconds (default 10;\n"
+		"      0: only the summary)\n"
+		"  -p  seal: mprotect(PROT_READ) the buffer after the write phase\n"
+		"  -w  permille of the accesses that rewrite the word they hit with its\n"
+		"      own value, 0..1000 (default 0); not with -p\n"
+		"  -S  seed of the pattern and the random walk (default: from the clock)\n"
+		"  -h, --help  this text\n"
+		"Prints 'anon-ro: size=MB threads=N seconds=S reads=N writes=N\n"
+		"reads_per_s=N wrong_words=N' last; exits 0 if every word read right,\n"
+		"1 on any wrong word, 2 on a usage or setup error.\n",
+		MAX_MB, MAX_THREADS);
+}
+
+/* A bad option value: say which, and exit with the usage status. */
+static int bad_value(int c, const char *arg)
+{
+	fprintf(stderr, "anon-ro: invalid -%c value '%s'\n", c, arg);
+	show_usage(stderr);
+	return 2;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_until(double t)
+{
+	double d = t - now();
+	struct timespec ts;
+
+	if (d <= 0)
+		return;
+	ts.tv_sec = (time_t)d;
+	ts.tv_nsec = (long)((d - ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);	/* early on a signal: the caller looks */
+}
+
+static void on_signal(int sig)
+{
+	atomic_store(&interrupted, true);
+}
+
+/* splitmix64: a thread's PRNG state from the seed, never 0. */
+static u64 mix(u64 x)
+{
+	x += ODD;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	x ^= x >> 31;
+	return x ? x : 1;
+}
+
+/* xorshift64*: a few cycles, next to a cache miss per access. */
+static inline u64 next_rand(u64 *s)
+{
+	u64 x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static void wrong_word(struct worker *w, size_t idx, u64 got)
+{
+	if (w->wrong < NSAMPLES) {
+		w->sample[w->wrong].idx = idx;
+		w->sample[w->wrong].got = got;
+	}
+	w->wrong++;
+}
+
+/*
+ * One batch: BATCH random pages, one word of each.  The addresses are
+ * drawn first so that the loads are independent and miss in parallel.
+ * The top 32 bits of a draw pick the page, the low 9 the word in it, the
+ * 23 above those whether the access is a write.
+ */
+static void batch(struct worker *w, u64 *rng, unsigned long *reads,
+		  unsigned long *writes)
+{
+	u32 wlimit = (u32)(((u64)opt.permille << 23) / 1000);
+	size_t idx[BATCH];
+	u64 val[BATCH];
+	bool wr[BATCH];
+	unsigned int b;
+
+	for (b = 0; b < BATCH; b++) {
+		u64 r = next_rand(rng);
+
+		idx[b] = (size_t)(((r >> 32) * nr_pages) >> 32) * PAGE_WORDS +
+			 (r & (PAGE_WORDS - 1));
+		wr[b] = ((r >> 9) & 0x7fffff) < wlimit;
+	}
+	for (b = 0; b < BATCH; b++) {
+		if (wr[b])
+			map[idx[b]] = pattern(idx[b]);
+		else
+			val[b] = map[idx[b]];
+	}
+	for (b = 0; b < BATCH; b++) {
+		if (wr[b]) {
+			++*writes;
+			continue;
+		}
+		++*reads;
+		if (val[b] != pattern(idx[b]))
+			wrong_word(w, idx[b], val[b]);
+	}
+}
+
+static void *worker_fn(void *arg)
+{
+	struct worker *w = arg;
+	size_t first = nr_pages * w->id / opt.threads * PAGE_WORDS;
+	size_t last = nr_pages * (w->id + 1) / opt.threads * PAGE_WORDS;
+	unsigned long reads = 0, writes = 0;
+	u64 rng = mix(opt.seed + w->id);
+	size_t i;
+
+	pin(w->cpu);
+	for (i = first; i < last; i++)
+		map[i] = pattern(i);
+	pthread_barrier_wait(&written);
+	pthread_barrier_wait(&go);
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		batch(w, &rng, &reads, &writes);
+		atomic_store_explicit(&w->reads, reads, memory_order_relaxed);
+		atomic_store_explicit(&w->writes, writes, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+static void totals(unsigned long *reads, unsigned long *writes)
+{
+	unsigned int i;
+
+	*reads = 0;
+	*writes = 0;
+	for (i = 0; i < opt.threads; i++) {
+		*reads += atomic_load_explicit(&workers[i].reads,
+					       memory_order_relaxed);
+		*writes += atomic_load_explicit(&workers[i].writes,
+						memory_order_relaxed);
+	}
+}
+
+/* The CPUs this process may run on, in order; thread i takes the i-th. */
+static void assign_cpus(void)
+{
+	int cpus[CPU_SETSIZE], n = 0, c;
+	cpu_set_t set;
+	unsigned int i;
+
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		for (c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				cpus[n++] = c;
+	for (i = 0; i < opt.threads; i++)
+		workers[i].cpu = n ? cpus[i % n] : -1;
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	bool seeded = false;
+	unsigned long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:S:h", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 's':
+			if (!parse_ul(optarg, 1, MAX_MB, &v))
+				return bad_value(c, optarg);
+			opt.size = v << 20;
+			break;
+		case 'r':
+			if (!parse_ul(optarg, 0, MAX_THREADS, &v))
+				return bad_value(c, optarg);
+			opt.threads = v;
+			break;
+		case 't':
+			if (!parse_ul(optarg, 1, 1UL << 30, &opt.seconds))
+				return bad_value(c, optarg);
+			break;
+		case 'i':
+			if (!parse_ul(optarg, 0, 1UL << 30, &opt.interval))
+				return bad_value(c, optarg);
+			break;
+		case 'p':
+			opt.seal = true;
+			break;
+		case 'w':
+			if (!parse_ul(optarg, 0, 1000, &v))
+				return bad_value(c, optarg);
+			opt.permille = v;
+			break;
+		case 'S':
+			if (!parse_ul(optarg, 0, ULONG_MAX, &v))
+				return bad_value(c, optarg);
+			opt.seed = v;
+			seeded = true;
+			break;
+		case 'h':
+			show_usage(stdout);
+			return 0;
+		default:
+			show_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		fprintf(stderr, "anon-ro: unexpected argument '%s'\n",
+			argv[optind]);
+		show_usage(stderr);
+		return 2;
+	}
+	if (opt.seal && opt.permille) {
+		fprintf(stderr, "anon-ro: invalid: -p seals the buffer, -w writes to it\n");
+		show_usage(stderr);
+		return 2;
+	}
+	if (!opt.threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		opt.threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+	}
+	if (!seeded)
+		opt.seed = mix((u64)(now() * 1e9) ^ getpid());
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long reads, writes, last_reads = 0, last_writes = 0, wrong = 0;
+	double t0, start, end, next, last, t, elapsed;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block, old;
+	unsigned int i, j;
+	int rc;
+
+	rc = parse_args(argc, argv);
+	if (rc >= 0)
+		return rc;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	nr_pages = opt.size / PAGE;
+
+	map = mmap(NULL, opt.size, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "anon-ro: mmap of %zu MB: %s\n", opt.size >> 20,
+			strerror(errno));
+		return 2;
+	}
+	workers = aligned_alloc(64, opt.threads * sizeof(*workers));
+	if (!workers) {
+		fprintf(stderr, "anon-ro: out of memory\n");
+		return 2;
+	}
+	memset(workers, 0, opt.threads * sizeof(*workers));
+	assign_cpus();
+	if (pthread_barrier_init(&written, NULL, opt.threads + 1) ||
+	    pthread_barrier_init(&go, NULL, opt.threads + 1)) {
+		fprintf(stderr, "anon-ro: pthread_barrier_init failed\n");
+		return 2;
+	}
+
+	/* SIGINT and SIGTERM end the run early, in the main thread only. */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+
+	t0 = now();
+	for (i = 0; i < opt.threads; i++) {
+		workers[i].id = i;
+		rc = pthread_create(&workers[i].thread, NULL, worker_fn,
+				    &workers[i]);
+		if (rc) {
+			fprintf(stderr, "anon-ro: thread %u: %s\n", i,
+				strerror(rc));
+			return 2;
+		}
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_barrier_wait(&written);
+	t = now() - t0;
+	fprintf(stdout,
+		"anon-ro write: %zu MB by %u threads in %.3f s (%.2f GB/s), seed=0x%016llx\n",
+		opt.size >> 20, opt.threads, t, opt.size / t / 1e9, opt.seed);
+	if (opt.seal) {
+		if (mprotect(map, opt.size, PROT_READ)) {
+			fprintf(stderr, "anon-ro: mprotect(PROT_READ): %s\n",
+				strerror(errno));
+			return 2;
+		}
+		printf("anon-ro write: buffer sealed with mprotect(PROT_READ)\n");
+	}
+
+	start = now();
+	end = start + opt.seconds;
+	next = opt.interval ? start + opt.interval : end;
+	last = start;
+	pthread_barrier_wait(&go);
+	j = 1;
+	while (!atomic_load(&interrupted)) {
+		sleep_until(next < end ? next : end);
+		t = now();
+		if (opt.interval && t >= next && !atomic_load(&interrupted)) {
+			totals(&reads, &writes);
+			printf("anon-ro interval %lu-%lu s: reads_per_s=%.0f",
+			       (j - 1) * opt.interval, j * opt.interval,
+			       (reads - last_reads) / (t - last));
+			if (opt.permille)
+				printf(" writes_per_s=%.0f",
+				       (writes - last_writes) / (t - last));
+			putchar('\n');
+			last_reads = reads;
+			last_writes = writes;
+			last = t;
+			next = start + ++j * (double)opt.interval;
+		}
+		if (t >= end)
+			break;
+	}
+	elapsed = now() - start;
+	atomic_store(&stop, true);
+	for (i = 0; i < opt.threads; i++)
+		pthread_join(workers[i].thread, NULL);
+
+	totals(&reads, &writes);
+	for (i = 0; i < opt.threads; i++) {
+		struct worker *w = &workers[i];
+
+		for (j = 0; j < w->wrong && j < NSAMPLES; j++)
+			fprintf(stderr,
+				"anon-ro: thread %u read word %zu (page %zu) as 0x%016llx, expected 0x%016llx\n",
+				i, w->sample[j].idx, w->sample[j].idx / PAGE_WORDS,
+				w->sample[j].got, pattern(w->sample[j].idx));
+		wrong += w->wrong;
+	}
+	if (atomic_load(&interrupted))
+		fprintf(stderr, "anon-ro: interrupted after %.1f s\n", elapsed);
+	fprintf(stdout,
+		"anon-ro: size=%zuMB threads=%u seconds=%.1f reads=%lu writes=%lu reads_per_s=%.0f wrong_words=%lu\n",
+		opt.size >> 20, opt.threads, elapsed, reads, writes,
+		reads / elapsed, wrong);
+	return wrong ? 1 : 0;
+}
