@@ -752,11 +752,24 @@ void __migrc_batch_commit(void)
 	batch->nr_pages = 0;
 }
 
+/*
+ * The generation a destination must be flushed for: @gen (0 if its own
+ * migration was not deferred), or @carried, what its source was still
+ * pending for, if that is newer and not done.
+ */
+static unsigned long migrc_gen_carry(unsigned long gen, unsigned long carried)
+{
+	if (!migrc_gen_covers(READ_ONCE(migrc_gens.done), carried) &&
+	    (!gen || migrc_gen_after(carried, gen)))
+		return carried;
+	return gen;
+}
+
 /* See migrc_note_dst(). */
 void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 {
 	struct migrc_batch *batch = current->migrc_batch;
-	unsigned long gen = 0, carried;
+	unsigned long gen = 0;
 
 	if (deferred && !WARN_ON_ONCE(!batch))
 		gen = batch->gen;
@@ -767,10 +780,7 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	 * entries still read the older data, so the new destination must
 	 * flush for them as well.
 	 */
-	carried = READ_ONCE(*migrc_key_slot(folio_pfn(src)));
-	if (!migrc_gen_covers(READ_ONCE(migrc_gens.done), carried) &&
-	    (!gen || migrc_gen_after(carried, gen)))
-		gen = carried;
+	gen = migrc_gen_carry(gen, READ_ONCE(*migrc_key_slot(folio_pfn(src))));
 	if (!gen)
 		return;
 	migrc_slot_raise(migrc_key_slot(folio_pfn(dst)), gen);
@@ -865,10 +875,8 @@ static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
 {
 	unsigned long carried;
 
-	if (migrc_debug_take(src, &carried, false) &&
-	    !migrc_gen_covers(READ_ONCE(migrc_gens.done), carried) &&
-	    (!gen || migrc_gen_after(carried, gen)))
-		gen = carried;
+	if (migrc_debug_take(src, &carried, false))
+		gen = migrc_gen_carry(gen, carried);
 	if (gen)
 		migrc_debug_record(dst, gen);
 }

@@ -234,20 +234,6 @@ struct env {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static long long read_ll(const char *path)
-{
-	char buf[KNOB_LEN], *end;
-	long long v;
-
-	if (read_str(path, buf, sizeof(buf)))
-		return LLONG_MIN;
-	errno = 0;
-	v = strtoll(buf, &end, 0);
-	if (errno || end == buf)
-		return LLONG_MIN;
-	return v;
-}
-
 /* The bracketed word of an "a [b] c" sysfs choice, "" if none. */
 static void read_choice(const char *path, char *out, size_t size)
 {

@@ -233,20 +233,6 @@ struct saved {
 /* ---------------------------------------------------------------------- */
 /* Helpers */
 
-static long long read_ll(const char *path)
-{
-	char buf[KNOB_LEN], *end;
-	long long v;
-
-	if (read_str(path, buf, sizeof(buf)))
-		return LLONG_MIN;
-	errno = 0;
-	v = strtoll(buf, &end, 0);
-	if (errno || end == buf)
-		return LLONG_MIN;
-	return v;
-}
-
 static void restore_knobs(struct saved *s)
 {
 	if (s->max_age) {

@@ -225,22 +225,10 @@ static int cg_write(const char *cg, const char *file, const char *val)
 /* Value of "key value" in a flat keyed file (memory.stat, memory.events). */
 static long long cg_key(const char *cg, const char *file, const char *key)
 {
-	char path[PATH_MAX + 64], line[256], name[128];
-	long long v, ret = -1;
-	FILE *f;
+	char path[PATH_MAX + 64];
 
 	snprintf(path, sizeof(path), "%s/%s", cg, file);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%127s %lld", name, &v) == 2 &&
-		    !strcmp(name, key)) {
-			ret = v;
-			break;
-		}
-	fclose(f);
-	return ret;
+	return read_keyed(path, key);
 }
 
 static bool word_in(const char *list, const char *word)

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,25 +68,49 @@ static inline int write_str(const char *path, const char *s)
 	return n == len ? 0 : -EIO;
 }
 
-/* /proc/vmstat: the value of counter @name, -1 if the kernel lacks it. */
-static inline long long read_vmstat(const char *name)
+/* The number in a small file (a sysfs knob), LLONG_MIN if none. */
+static inline long long read_ll(const char *path)
 {
-	char line[256], key[64];
+	char buf[64], *end;
+	long long v;
+
+	if (read_str(path, buf, sizeof(buf)))
+		return LLONG_MIN;
+	errno = 0;
+	v = strtoll(buf, &end, 0);
+	if (errno || end == buf)
+		return LLONG_MIN;
+	return v;
+}
+
+/*
+ * The value of "@key value" in a flat keyed file (/proc/vmstat,
+ * memory.stat, memory.events); -1 if the file or the key is missing.
+ */
+static inline long long read_keyed(const char *path, const char *key)
+{
+	char line[256], name[128];
 	long long v, ret = -1;
 	FILE *f;
 
-	f = fopen("/proc/vmstat", "r");
+	f = fopen(path, "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63s %lld", key, &v) == 2 &&
-		    !strcmp(key, name)) {
+		if (sscanf(line, "%127s %lld", name, &v) == 2 &&
+		    !strcmp(name, key)) {
 			ret = v;
 			break;
 		}
 	}
 	fclose(f);
 	return ret;
+}
+
+/* /proc/vmstat: the value of counter @name, -1 if the kernel lacks it. */
+static inline long long read_vmstat(const char *name)
+{
+	return read_keyed("/proc/vmstat", name);
 }
 
 /* Seconds on CLOCK_MONOTONIC. */
