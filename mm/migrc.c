@@ -44,6 +44,7 @@
 #include <linux/vmstat.h>
 #include <linux/workqueue.h>
 #include <asm/tlbflush.h>
+#include <kunit/visibility.h>
 
 #include "internal.h"
 
@@ -59,7 +60,8 @@ struct migrc_gens migrc_gens;
 EXPORT_SYMBOL_GPL(migrc_gens);
 
 /* Tunables, /sys/kernel/mm/migrc/ */
-static unsigned int migrc_max_age_ms = 50;
+VISIBLE_IF_KUNIT unsigned int migrc_max_age_ms = 50;
+EXPORT_SYMBOL_IF_KUNIT(migrc_max_age_ms);
 static unsigned long migrc_max_pending_pages = 8192;
 
 /*
@@ -74,6 +76,7 @@ static struct {
 	struct arch_tlbflush_unmap_batch scratch;
 	unsigned long nr_pages;
 	unsigned long oldest;		/* jiffies of the oldest deferral */
+	unsigned long evicted_pages;	/* of pending gens the ring dropped */
 } migrc_pending_batch = {
 	.lock = __SPIN_LOCK_UNLOCKED(migrc_pending_batch.lock),
 };
@@ -99,6 +102,7 @@ static inline void migrc_debug_note_dst(unsigned long src, unsigned long dst,
  *  skip_write_flush	let a write pass the write barrier unflushed
  *  free_untagged	free sources untagged and unflushed to the per-CPU
  *			lists, where they are reused at once
+ *  skip_tick_flush	let the tick record its CPU flushed without flushing
  *  skip_wp_check	defer the flush of a read-only entry even while a
  *			write-protect of its mm is in flight
  */
@@ -107,6 +111,7 @@ enum migrc_inject {
 	MIGRC_INJECT_SKIP_WRITE,
 	MIGRC_INJECT_UNTAGGED,
 	MIGRC_INJECT_SKIP_WP,
+	MIGRC_INJECT_SKIP_TICK,
 	NR_MIGRC_INJECT
 };
 
@@ -120,6 +125,7 @@ static const char * const migrc_inject_name[NR_MIGRC_INJECT] = {
 	[MIGRC_INJECT_SKIP_WRITE]	= "skip_write_flush",
 	[MIGRC_INJECT_UNTAGGED]		= "free_untagged",
 	[MIGRC_INJECT_SKIP_WP]		= "skip_wp_check",
+	[MIGRC_INJECT_SKIP_TICK]	= "skip_tick_flush",
 };
 
 static bool migrc_injected(enum migrc_inject what)
@@ -144,37 +150,104 @@ static inline void migrc_inject_init(void) { }
 static void migrc_timeout_fn(struct work_struct *work);
 static DECLARE_DELAYED_WORK(migrc_timeout_work, migrc_timeout_fn);
 
-/* Called with the lock held; the caller has checked that work is pending. */
-static void __migrc_flush(enum migrc_flush_reason reason)
+static struct migrc_stamp migrc_ring[MIGRC_RING_SIZE];
+
+/* Stamp a new generation: under the lock, before it is published. */
+static void migrc_stamp_commit(unsigned long gen, unsigned long nr_pages,
+			       unsigned long now)
+{
+	struct migrc_stamp *s = &migrc_ring[gen % MIGRC_RING_SIZE];
+
+	if (s->gen && !migrc_gen_covers(migrc_gens.done, s->gen))
+		migrc_pending_batch.evicted_pages += s->nr_pages;
+	WRITE_ONCE(s->gen, 0);
+	/* A lockless reader sees 0, or the new when only with the new gen. */
+	smp_wmb();
+	WRITE_ONCE(s->when, now);
+	s->nr_pages = nr_pages;
+	/* Pairs with migrc_stamp_expired()'s first smp_rmb(). */
+	smp_wmb();
+	WRITE_ONCE(s->gen, gen);
+}
+
+/*
+ * The pages of the generations after migrc_gens.done up to @gen, a partial
+ * flush's share: those the ring still stamps, and those it dropped, which
+ * are older than all of them.
+ */
+static unsigned long migrc_ring_pages(unsigned long gen)
+{
+	unsigned long g = migrc_gens.done, pages;
+
+	pages = migrc_pending_batch.evicted_pages;
+	if (migrc_gens.latest - g > MIGRC_RING_SIZE)
+		g = migrc_gens.latest - MIGRC_RING_SIZE;
+	while (g != gen) {
+		const struct migrc_stamp *s = &migrc_ring[++g % MIGRC_RING_SIZE];
+
+		if (s->gen == g)
+			pages += s->nr_pages;
+	}
+	return pages;
+}
+
+/*
+ * Complete the pending generations up to @gen.  Called with the lock held;
+ * the caller has checked that @gen is pending.  Up to migrc_gens.latest,
+ * the pending mask and page count start over.  Short of it (the time
+ * bound: only what has expired), both stay, for the generations after
+ * @gen: the mask is a union, and CPUs that this flush reached drop out of
+ * the next one by their flushed generation.
+ */
+static void __migrc_flush_upto(unsigned long gen,
+			       enum migrc_flush_reason reason)
 {
 	struct arch_tlbflush_unmap_batch *scratch = &migrc_pending_batch.scratch;
-	unsigned long gen = migrc_gens.latest;
-	unsigned long age_us;
-	unsigned int skipped, targeted;
+	bool all = gen == migrc_gens.latest;
+	unsigned long age_us, pages;
+	unsigned int skipped, by_tick, targeted;
 
 	lockdep_assert_held(&migrc_pending_batch.lock);
 
 	arch_tlbbatch_clear(scratch);
 	arch_tlbbatch_fold(scratch, &migrc_pending_batch.cpus);
-	skipped = arch_tlbbatch_trim(scratch, gen);
+	skipped = arch_tlbbatch_trim(scratch, gen, &by_tick);
 	targeted = arch_tlbbatch_nr_cpus(scratch);
-	if (targeted)
+	if (targeted) {
+		count_vm_events(MIGRC_CPUS_INTERRUPTED,
+				arch_tlbbatch_nr_remote(scratch));
 		arch_tlbbatch_flush(scratch);
+	}
+	pages = all ? migrc_pending_batch.nr_pages : migrc_ring_pages(gen);
 
 	/* Readers of migrc_gens.done may now hand out the pages. */
 	smp_store_release(&migrc_gens.done, gen);
 
 	age_us = jiffies_to_usecs(jiffies - migrc_pending_batch.oldest);
-	trace_migrc_flush(reason, gen, targeted, skipped,
-			  migrc_pending_batch.nr_pages, age_us);
+	trace_migrc_flush(reason, gen, targeted, skipped, pages, age_us);
 	/* One list (migrc_types.h) makes the counters follow the reasons. */
 	count_vm_event(MIGRC_FLUSHES_ALLOC + reason);
-	count_vm_events(MIGRC_FLUSHED_PAGES, migrc_pending_batch.nr_pages);
+	count_vm_events(MIGRC_FLUSHED_PAGES, pages);
 	count_vm_events(MIGRC_CPUS_TARGETED, targeted);
 	count_vm_events(MIGRC_CPUS_SKIPPED, skipped);
+	count_vm_events(MIGRC_CPUS_SKIPPED_TICK, by_tick);
 
-	arch_tlbbatch_clear(&migrc_pending_batch.cpus);
-	migrc_pending_batch.nr_pages = 0;
+	migrc_pending_batch.evicted_pages = 0;
+	if (all) {
+		arch_tlbbatch_clear(&migrc_pending_batch.cpus);
+		migrc_pending_batch.nr_pages = 0;
+	} else {
+		migrc_pending_batch.nr_pages -= min(pages,
+					migrc_pending_batch.nr_pages);
+		/* gen + 1 is newer than anything the ring dropped. */
+		migrc_pending_batch.oldest =
+			migrc_ring[(gen + 1) % MIGRC_RING_SIZE].when;
+	}
+}
+
+static void __migrc_flush(enum migrc_flush_reason reason)
+{
+	__migrc_flush_upto(migrc_gens.latest, reason);
 }
 
 /**
@@ -211,9 +284,76 @@ void migrc_flush_all(enum migrc_flush_reason reason)
 	migrc_flush(READ_ONCE(migrc_gens.latest), reason);
 }
 
+static unsigned long migrc_max_age_jiffies(void)
+{
+	return msecs_to_jiffies(READ_ONCE(migrc_max_age_ms));
+}
+
+/*
+ * The time bound completes only the generations committed max_age_ms ago
+ * or earlier, and is armed again for the oldest one left.  Under
+ * continuous tiering, new generations are committed all the time: a
+ * bound that completed everything up to the newest would find every CPU
+ * behind it and interrupt them all, while the CPUs that ran since the
+ * expired ones were committed have flushed them from their tick
+ * (__migrc_tick()), and drop out of this flush.
+ */
+VISIBLE_IF_KUNIT void migrc_expire(unsigned long now)
+{
+	unsigned long age = migrc_max_age_jiffies(), gen;
+
+	spin_lock(&migrc_pending_batch.lock);
+	if (migrc_pending()) {
+		gen = migrc_ring_expired(migrc_ring, migrc_gens.done,
+					 migrc_gens.latest, now - age);
+		if (gen != migrc_gens.done)
+			__migrc_flush_upto(gen, MIGRC_FLUSH_TIMEOUT);
+	}
+	if (migrc_pending()) {
+		unsigned long due = migrc_pending_batch.oldest + age;
+
+		mod_delayed_work(system_unbound_wq, &migrc_timeout_work,
+				 time_after(due, now) ? due - now : 0);
+	}
+	spin_unlock(&migrc_pending_batch.lock);
+}
+EXPORT_SYMBOL_IF_KUNIT(migrc_expire);
+
 static void migrc_timeout_fn(struct work_struct *work)
 {
-	migrc_flush_all(MIGRC_FLUSH_TIMEOUT);
+	migrc_expire(jiffies);
+}
+
+/**
+ * __migrc_tick - flush this CPU's TLB if it holds an expiring generation
+ *
+ * From the scheduler tick, interrupts off, while something is pending.  A
+ * CPU in the pending mask whose oldest unflushed generation is due within
+ * a tick flushes its own TLB, and records the newest generation, read
+ * before the flush (see arch_migrc_flush_local()): the timeout then
+ * finds it caught up.  One local flush per CPU per max_age_ms at most,
+ * as it covers every generation committed before it.  A CPU outside the
+ * mask holds no stale entry of a pending generation (the mask is folded
+ * before the generation is published) and needs nothing.
+ */
+void __migrc_tick(void)
+{
+	/* The stamps and the mask folded before latest are visible. */
+	unsigned long latest = smp_load_acquire(&migrc_gens.latest);
+	unsigned long next = arch_migrc_flushed_gen() + 1;
+	unsigned long cutoff = jiffies + 1 - migrc_max_age_jiffies();
+
+	if (migrc_gen_after(next, latest) ||
+	    migrc_gen_covers(READ_ONCE(migrc_gens.done), next))
+		return;
+	if (!migrc_stamp_expired(migrc_ring, next, cutoff))
+		return;
+	if (!arch_tlbbatch_has_cpu(&migrc_pending_batch.cpus,
+				   smp_processor_id()))
+		return;
+	arch_migrc_flush_local(latest,
+			       migrc_injected(MIGRC_INJECT_SKIP_TICK));
+	count_vm_event(MIGRC_TICK_FLUSHES);
 }
 
 /* The newest generation an allocation skipped pages for: only raised. */
@@ -706,7 +846,7 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 void __migrc_batch_commit(void)
 {
 	struct migrc_batch *batch = current->migrc_batch;
-	unsigned long gen;
+	unsigned long gen, now;
 	unsigned int nr_cpus;
 	bool first, force;
 
@@ -720,14 +860,16 @@ void __migrc_batch_commit(void)
 
 	nr_cpus = arch_tlbbatch_nr_cpus(batch->ro);
 	spin_lock(&migrc_pending_batch.lock);
+	now = jiffies;
 	first = !migrc_pending();
 	if (first)
-		migrc_pending_batch.oldest = jiffies;
+		migrc_pending_batch.oldest = now;
 	arch_tlbbatch_fold(&migrc_pending_batch.cpus, batch->ro);
 	force = migrc_over_limit(migrc_pending_batch.nr_pages, batch->nr_pages,
 				 READ_ONCE(migrc_max_pending_pages));
 	migrc_pending_batch.nr_pages += batch->nr_pages;
 	gen = migrc_gens.latest + 1;
+	migrc_stamp_commit(gen, batch->nr_pages, now);
 	/* No destination to key it by: see migrc_key_need(). */
 	if (batch->reason == MIGRC_REASON_RECLAIM)
 		WRITE_ONCE(migrc_gens.unkeyed, gen);
@@ -745,7 +887,7 @@ void __migrc_batch_commit(void)
 	else if (first)
 		/* Under the lock: a preempted committer cannot delay it. */
 		mod_delayed_work(system_unbound_wq, &migrc_timeout_work,
-				 msecs_to_jiffies(READ_ONCE(migrc_max_age_ms)));
+				 migrc_max_age_jiffies());
 	spin_unlock(&migrc_pending_batch.lock);
 	/* Published: what the batch defers next needs a commit of its own. */
 	arch_tlbbatch_clear(batch->ro);

@@ -116,6 +116,60 @@ static void migrc_trim_test(struct kunit *test)
 	free_cpumask_var(mask);
 }
 
+/* Stamp @gen as committed at @when in a made-up ring. */
+static void migrc_test_stamp(struct migrc_stamp *ring, unsigned long gen,
+			     unsigned long when)
+{
+	ring[gen % MIGRC_RING_SIZE] = (struct migrc_stamp) {
+		.gen = gen, .when = when, .nr_pages = 1,
+	};
+}
+
+/*
+ * The time bound completes a prefix of the pending generations: those
+ * stamped at or before the cutoff, and those too old for the ring.
+ */
+static void migrc_ring_test(struct kunit *test)
+{
+	static struct migrc_stamp ring[MIGRC_RING_SIZE];
+	static const unsigned long when[] = { 0, 100, 100, 105, 110, 120 };
+	unsigned long g;
+
+	for (g = 1; g < ARRAY_SIZE(when); g++)
+		migrc_test_stamp(ring, g, when[g]);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 0, 5, 99), 0UL);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 0, 5, 100), 2UL);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 0, 5, 109), 3UL);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 0, 5, 120), 5UL);
+	/* Never past latest, never before done. */
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 0, 4, 1000), 4UL);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 3, 5, 100), 3UL);
+	/* The tick's question, one generation at a time. */
+	KUNIT_EXPECT_TRUE(test, migrc_stamp_expired(ring, 3, 105));
+	KUNIT_EXPECT_FALSE(test, migrc_stamp_expired(ring, 3, 104));
+	/* A slot being rewritten, or taken by a newer generation: expired. */
+	ring[4 % MIGRC_RING_SIZE].gen = 0;
+	KUNIT_EXPECT_TRUE(test, migrc_stamp_expired(ring, 4, 0));
+	migrc_test_stamp(ring, 4 + MIGRC_RING_SIZE, 200);
+	KUNIT_EXPECT_TRUE(test, migrc_stamp_expired(ring, 4, 0));
+
+	/* More pending than the ring holds: the dropped ones have expired. */
+	for (g = 1000; g < 1000 + 2 * MIGRC_RING_SIZE; g++)
+		migrc_test_stamp(ring, g, 5000 + g);
+	g = 1000 + 2 * MIGRC_RING_SIZE - 1;
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 999, g, 0),
+			g - MIGRC_RING_SIZE);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, 999, g, 5000 + g - 10),
+			g - 10);
+
+	/* Across the wrap of the generation and of jiffies. */
+	migrc_test_stamp(ring, ULONG_MAX, ULONG_MAX - 2);
+	migrc_test_stamp(ring, 0, ULONG_MAX);
+	migrc_test_stamp(ring, 1, 3);
+	KUNIT_EXPECT_EQ(test, migrc_ring_expired(ring, ULONG_MAX - 1, 1, 1),
+			0UL);
+}
+
 static void migrc_bound_test(struct kunit *test)
 {
 	KUNIT_EXPECT_FALSE(test, migrc_over_limit(0, 512, 512));
@@ -858,6 +912,49 @@ static void migrc_batch_keys_test(struct kunit *test)
 	folio_put(dst);
 }
 
+/*
+ * The time bound completes the generations that have expired and leaves
+ * the newer ones pending (and is armed for them).  max_age_ms is raised
+ * for the test so that the real timeout stays out of the way.
+ */
+static void migrc_batch_expire_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned int saved = READ_ONCE(migrc_max_age_ms);
+	unsigned long age, before, first, second, cut;
+	struct migrc_batch *outer;
+
+	WRITE_ONCE(migrc_max_age_ms, 10000);
+	age = msecs_to_jiffies(10000);
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	before = jiffies;
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	first = migrc_test_latest();
+	msleep(20);
+	cut = jiffies - 1;	/* after the first stamp, before the second */
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	second = migrc_test_latest();
+	KUNIT_ASSERT_EQ(test, second, first + 1);
+	migrc_test_sent();
+
+	migrc_expire(before - 1 + age);
+	KUNIT_EXPECT_EQ_MSG(test, READ_ONCE(migrc_gens.done), first - 1,
+			    "completed a generation before it expired");
+	migrc_expire(cut + age);
+	KUNIT_EXPECT_EQ_MSG(test, READ_ONCE(migrc_gens.done), first,
+			    "the expired generation alone is completed");
+	KUNIT_EXPECT_TRUE(test, migrc_pending());
+	KUNIT_EXPECT_GT(test, migrc_test_sent(), 0);
+	migrc_expire(jiffies + age);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(migrc_gens.done), second);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+
+	migrc_batch_close(outer);
+	WRITE_ONCE(migrc_max_age_ms, saved);
+}
+
 static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_commit_test),
 	KUNIT_CASE(migrc_batch_writable_test),
@@ -868,6 +965,7 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_alloc_hold_test),
 	KUNIT_CASE(migrc_alloc_kick_test),
 	KUNIT_CASE(migrc_batch_keys_test),
+	KUNIT_CASE(migrc_batch_expire_test),
 	{}
 };
 
@@ -883,6 +981,7 @@ static struct kunit_case migrc_test_cases[] = {
 	KUNIT_CASE(migrc_gen_wrap_test),
 	KUNIT_CASE(migrc_tag_test),
 	KUNIT_CASE(migrc_trim_test),
+	KUNIT_CASE(migrc_ring_test),
 	KUNIT_CASE(migrc_bound_test),
 	KUNIT_CASE(migrc_block_need_test),
 	KUNIT_CASE(migrc_slot_test),
@@ -898,3 +997,4 @@ kunit_test_suites(&migrc_test_suite, &migrc_batch_test_suite);
 
 MODULE_DESCRIPTION("KUnit tests for migrc");
 MODULE_LICENSE("GPL");
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);

@@ -10,6 +10,7 @@
 #include <linux/types.h>
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/jiffies.h>
 #include <linux/jump_label.h>
 #include <linux/gfp_types.h>
 #include <linux/mm_types.h>
@@ -109,6 +110,73 @@ static inline unsigned long migrc_block_need(const struct page *page,
 			need = gen;
 	}
 	return need;
+}
+
+/*
+ * When a recent generation was committed, and how many pages it deferred:
+ * a ring indexed by generation, written under the pending lock at commit
+ * and read locklessly by the tick (gen is 0 while a slot is rewritten).
+ * It lets the time bound complete only the generations that have expired
+ * (migrc_ring_expired()), and a CPU's tick find out whether the oldest
+ * generation it has not flushed is about to (migrc_stamp_expired()).
+ */
+struct migrc_stamp {
+	unsigned long gen;
+	unsigned long when;		/* jiffies */
+	unsigned long nr_pages;
+};
+
+#define MIGRC_RING_SIZE		128
+
+/*
+ * Has @gen been pending since @cutoff (jiffies) or earlier?  A slot that
+ * no longer holds @gen was taken by a generation MIGRC_RING_SIZE newer:
+ * @gen is older than every stamp the ring holds, and counting it expired
+ * only completes it early, never late.
+ */
+static inline bool migrc_stamp_expired(const struct migrc_stamp *ring,
+				       unsigned long gen, unsigned long cutoff)
+{
+	const struct migrc_stamp *s = &ring[gen % MIGRC_RING_SIZE];
+	unsigned long when;
+
+	if (READ_ONCE(s->gen) != gen)
+		return true;
+	/* Pairs with migrc_stamp_commit(): gen, when, gen again. */
+	smp_rmb();
+	when = READ_ONCE(s->when);
+	/* A when read before the slot was rewritten shows in gen. */
+	smp_rmb();
+	if (READ_ONCE(s->gen) != gen)
+		return true;
+	return !time_after(when, cutoff);
+}
+
+/**
+ * migrc_ring_expired - the newest pending generation that has expired
+ * @ring: the commit stamps
+ * @done: the newest generation flushed
+ * @latest: the newest generation committed
+ * @cutoff: generations committed at or before this (jiffies) have expired
+ *
+ * Stamps only grow with the generation, so the expired ones are a prefix
+ * of (@done, @latest].  Those older than the ring have expired.  Reads at
+ * most MIGRC_RING_SIZE stamps.  A pure function, for KUnit.
+ *
+ * Return: the newest expired generation, or @done if none is.
+ */
+static inline unsigned long migrc_ring_expired(const struct migrc_stamp *ring,
+					       unsigned long done,
+					       unsigned long latest,
+					       unsigned long cutoff)
+{
+	unsigned long gen = done;
+
+	if (latest - done > MIGRC_RING_SIZE)
+		gen = latest - MIGRC_RING_SIZE;
+	while (gen != latest && migrc_stamp_expired(ring, gen + 1, cutoff))
+		gen++;
+	return gen;
 }
 
 /* Bounds on deferral: a pure function so that KUnit can check it. */
@@ -214,6 +282,25 @@ static inline bool migrc_pending(void)
 
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason);
 void migrc_flush_all(enum migrc_flush_reason reason);
+
+void __migrc_tick(void);
+#if IS_ENABLED(CONFIG_KUNIT)
+/* For mm/migrc_kunit.c: the time bound, as if it ran at @now. */
+extern unsigned int migrc_max_age_ms;
+void migrc_expire(unsigned long now);
+#endif
+
+/*
+ * From the scheduler tick, interrupts off: a running CPU meets the time
+ * bound by flushing its own TLB, so that the timeout finds it caught up
+ * and sends it no IPI.  One read of the read-mostly pair when nothing is
+ * pending.
+ */
+static __always_inline void migrc_tick(void)
+{
+	if (migrc_enabled() && migrc_pending())
+		__migrc_tick();
+}
 
 static inline void migrc_mm_init(struct mm_struct *mm)
 {
@@ -407,6 +494,7 @@ static inline bool migrc_enabled(void) { return false; }
 static inline unsigned long migrc_gen_snapshot(void) { return 0; }
 static inline bool migrc_pending(void) { return false; }
 static inline void migrc_flush_all(enum migrc_flush_reason reason) { }
+static inline void migrc_tick(void) { }
 static inline void migrc_mm_init(struct mm_struct *mm) { }
 static inline void migrc_wp_begin(struct mm_struct *mm) { }
 static inline void migrc_wp_end(struct mm_struct *mm) { }

@@ -1608,7 +1608,71 @@ TEST_F_TIMEOUT(precise, unrelated_writes_spared, TEST_TIMEOUT)
 }
 
 /* ---------------------------------------------------------------------- */
-/* 11. Counters; keep this fixture last so that it sees every other test. */
+/* 11. The time bound: after max_age_ms, no barrier is left to do it */
+
+#define EXPIRED_AGE_MS		20
+
+/*
+ * Let the deferral expire, then write: the write's barrier finds the
+ * generation done and flushes nothing, so the readers see the write only
+ * if the time bound really removed their stale entries, by an IPI or by
+ * the flush their CPU's tick did.
+ */
+static void expired_post(struct __test_metadata *_metadata, struct env *e,
+			 int src, int dst)
+{
+	uint64_t gen = e->gen + 1;
+
+	usleep(3 * EXPIRED_AGE_MS * 1000);
+	write_gen_pwrite(_metadata, e, gen);
+	publish(e, gen, 0);
+}
+
+FIXTURE(expired) {
+	struct env e;
+	char old_age[32];
+	bool age_set;
+};
+
+FIXTURE_SETUP(expired)
+{
+	char age[16];
+
+	self->age_set = false;
+	if (cmdline_has("migrc=on")) {
+		ASSERT_EQ(read_str(MIGRC_SYSFS "max_age_ms", self->old_age,
+				   sizeof(self->old_age)), 0);
+		snprintf(age, sizeof(age), "%d", EXPIRED_AGE_MS);
+		ASSERT_EQ(write_str(MIGRC_SYSFS "max_age_ms", age), 0);
+		self->age_set = true;
+	}
+	env_setup(_metadata, &self->e, BUF_MEMFD, true);
+}
+
+FIXTURE_TEARDOWN(expired)
+{
+	env_teardown(&self->e);
+	if (self->age_set)
+		write_str(MIGRC_SYSFS "max_age_ms", self->old_age);
+}
+
+TEST_F_TIMEOUT(expired, write_after_timeout_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "expired", .post = expired_post,
+	};
+	long long t0 = read_counter("migrc_tick_flushes");
+	long long s0 = read_counter("migrc_cpus_skipped_tick");
+
+	run_test(_metadata, &self->e, &hz);
+	if (t0 >= 0)
+		TH_LOG("tick flushes %lld, CPUs a timeout left out for them %lld",
+		       read_counter("migrc_tick_flushes") - t0,
+		       read_counter("migrc_cpus_skipped_tick") - s0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 12. Counters; keep this fixture last so that it sees every other test. */
 
 FIXTURE(counters) {
 	struct env e;
