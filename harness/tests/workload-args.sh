@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..33"
+echo "1..44"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -107,5 +107,48 @@ bench_refused() {
 bench_refused "bench-copy: --interleave below 2 rounds" --interleave 1
 bench_refused "bench-copy: --interleave not a number" --interleave 2x
 bench_refused "bench-copy: --interleave with --busy" --interleave 5 --busy
+
+# harness/workload and harness/guest/tiering (which harness/workload runs
+# in the guest) check their arguments before they boot or change anything:
+# status 2 and the message PATTERN on stderr.  harness/workload is given a
+# --mem that vm-run refuses, so that a check that lets a case through
+# fails at once instead of booting VMs.
+script_refused() {
+	desc=$1 script=$2 pattern=$3
+	shift 3
+	"$top/$script" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 2 ] && grep -q -- "$pattern" "$tmp/err"; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+		sed 's/^/# /' "$tmp/err" | head -5
+	fi
+}
+w=harness/workload
+script_refused "workload: --tiering with --damon" $w "choose one" --mem no --tiering --damon true
+script_refused "workload: --tcg-scale 0" $w "invalid --tcg-scale" --mem no --damon --tcg-scale 0 true
+script_refused "workload: --tcg-scale with garbage" $w "invalid --tcg-scale" --mem no --tiering --tcg-scale 10x true
+script_refused "workload: --tcg-scale above 1000" $w "invalid --tcg-scale" --mem no --damon --tcg-scale 1001 true
+script_refused "workload: --tcg-scale without --tiering or --damon" $w "give one" --mem no --tcg-scale 20 true
+script_refused "workload: --tcg-scale without a value" $w "needs a value" --mem no --damon --tcg-scale
+t=harness/guest/tiering
+script_refused "tiering: --tcg-scale 0" $t "invalid --tcg-scale" --tcg-scale 0 damon -- true
+script_refused "tiering: unknown mode" $t "invalid mode" lru -- true
+script_refused "tiering: no command" $t "no command" numa --
+# Outside the VM it refuses to touch the host's settings: status 1.
+env -u VMRUN "$top/$t" numa -- true > "$tmp/out" 2> "$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "only inside the test VM" "$tmp/err"; then
+	ok "tiering: refuses to run outside the test VM"
+else
+	nok "tiering: refuses to run outside the test VM (status $rc)"
+fi
+if "$top/$w" --help > "$tmp/out" 2>&1 && grep -q '^  --damon ' "$tmp/out" &&
+   grep -q '^  --tcg-scale N ' "$tmp/out"; then
+	ok "workload --help names --damon and --tcg-scale, status 0"
+else
+	nok "workload --help names --damon and --tcg-scale, status 0"
+fi
 
 [ "$fails" -eq 0 ]

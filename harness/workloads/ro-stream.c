@@ -14,6 +14,9 @@
  * reads it back.  Migration then finds dirty, writable entries, which migrc
  * never defers: this run shows what migrc costs where it cannot help.
  *
+ * With -k there is no tiering thread: the kernel's own tiering (NUMA
+ * balancing, DAMON, kswapd demotion) is left to move the pages.
+ *
  * Prints the threads' throughput and the number of moves; exits 1 if any
  * thread ever saw a wrong word, 2 on a usage or setup error.
  */
@@ -48,8 +51,8 @@ static struct {
 	unsigned long max_moves;
 	int node_a, node_b;
 	const char *dir;
-	bool write;
-} opt = { 64 << 20, 10, 0, 5, 256, 0, 0, 1, "/tmp", false };
+	bool write, kernel_tiers;
+} opt = { 64 << 20, 10, 0, 5, 256, 0, 0, 1, "/tmp", false, false };
 
 static volatile uint64_t *map;
 static atomic_bool stop;
@@ -59,7 +62,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ro-stream [-s MB] [-t SECONDS] [-n MOVES] [-r READERS] [-i MS]\n"
-		"                 [-c PAGES] [-a NODE] [-b NODE] [-d DIR] [-w]\n"
+		"                 [-c PAGES] [-a NODE] [-b NODE] [-d DIR] [-w] [-k]\n"
 		"  -s  size of the mapped file in MB (default 64)\n"
 		"  -t  run time in seconds (default 10)\n"
 		"  -n  stop after this many moves, for runs that compare (default: no limit)\n"
@@ -68,7 +71,9 @@ static void usage(FILE *f)
 		"  -c  pages moved per move (default 256)\n"
 		"  -a, -b  the two nodes to move between (default 0 and 1)\n"
 		"  -d  directory for the file (default /tmp)\n"
-		"  -w  write-heavy: each thread rewrites and checks its own slice\n");
+		"  -w  write-heavy: each thread rewrites and checks its own slice\n"
+		"  -k  no tiering thread: only read (or write), for -t seconds, and\n"
+		"      leave the moves to the kernel (NUMA balancing, DAMON, kswapd)\n");
 }
 
 /* A bad option value: say which, and exit with the usage status. */
@@ -179,7 +184,7 @@ int main(int argc, char **argv)
 	int *nodes, *status, fd, c;
 	size_t next = 0;
 
-	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:wh")) != -1) {
+	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:wkh")) != -1) {
 		switch (c) {
 		case 's':
 			if (!parse_ul(optarg, 1, 1UL << 20, &v))
@@ -225,6 +230,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			opt.write = true;
+			break;
+		case 'k':
+			opt.kernel_tiers = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -273,7 +281,9 @@ int main(int argc, char **argv)
 	/* The tiering thread: the main thread, on the last CPU. */
 	pin(nr_cpus - 1);
 	start = now();
-	while (now() - start < opt.seconds &&
+	while (opt.kernel_tiers && now() - start < opt.seconds)
+		usleep(100 * 1000);
+	while (!opt.kernel_tiers && now() - start < opt.seconds &&
 	       (!opt.max_moves || moves < opt.max_moves)) {
 		int node = (moves & 1) ? opt.node_a : opt.node_b;
 
@@ -308,7 +318,7 @@ int main(int argc, char **argv)
 	printf("ro-stream: %s_GBps=%.3f bad_words=%lu\n",
 	       opt.write ? "write" : "read",
 	       atomic_load(&bytes_read) / elapsed / 1e9, atomic_load(&bad_words));
-	if (!moved) {
+	if (!moved && !opt.kernel_tiers) {
 		fprintf(stderr, "ro-stream: no page moved: is there a node %d and %d?\n",
 			opt.node_a, opt.node_b);
 		return 2;
