@@ -34,6 +34,7 @@ struct table {
 
 static const char *const SEC_TLB = "TLB shootdowns (/proc/interrupts)";
 static const char *const SEC_FLUSH = "tlb:tlb_flush events by reason";
+static const char *const SEC_SRC = "shootdown sources (IPI sends)";
 static const char *const SEC_HW = "hardware counters";
 static const char *const SEC_VM = "/proc/vmstat";
 static const char *const SEC_RUN = "runtime";
@@ -144,6 +145,29 @@ static void add_ctr_rows(struct table *t, struct run *runs, const char *section,
 static struct ctrlist *get_flush(struct run *r)
 {
 	return r->has_flush ? &r->flush : NULL;
+}
+
+static struct ctrlist *get_sources(struct run *r)
+{
+	return r->has_sources ? &r->src.sends : NULL;
+}
+
+/* The sends by source, side by side, if any run recorded them. */
+static void add_source_rows(struct table *t, struct run *runs)
+{
+	struct row *r;
+	int i;
+
+	for (i = 0; i < t->nruns && !runs[i].has_sources; i++)
+		;
+	if (i == t->nruns)
+		return;
+	add_ctr_rows(t, runs, SEC_SRC, get_sources, true);
+	r = add_row(t, SEC_SRC, "received (remote shootdown)");
+	for (i = 0; i < t->nruns; i++) {
+		r->has[i] = runs[i].has_sources;
+		r->val[i] = (double)runs[i].src.recv_total;
+	}
 }
 
 static struct ctrlist *get_hw(struct run *r)
@@ -460,6 +484,7 @@ static void build_table(struct table *t, struct run *runs)
 {
 	add_tlb_rows(t, runs);
 	add_ctr_rows(t, runs, SEC_FLUSH, get_flush, true);
+	add_source_rows(t, runs);
 	add_ctr_rows(t, runs, SEC_HW, get_hw, false);
 	add_ctr_rows(t, runs, SEC_VM, get_vmstat, false);
 	add_runtime_rows(t, runs);

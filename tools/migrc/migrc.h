@@ -166,6 +166,66 @@ void perf_read(struct perf_set *p, struct ctrlist *flush, bool *has_flush,
 void perf_close(struct perf_set *p);
 int perf_paranoid(void);
 
+/* ---- shootdown sources (sources.c: attribution, srctrace.c: recording) ---- */
+
+/* What one recorded event means to the attribution. */
+enum src_ev {
+	SRC_SEND,		/* tlb_flush TLB_REMOTE_SEND_IPI: a shootdown sent */
+	SRC_RECV,		/* tlb_flush TLB_REMOTE_SHOOTDOWN, on the receiver */
+	SRC_LOCAL,		/* tlb_flush of the sending CPU's own TLB */
+	SRC_MIG_START,		/* migrate_pages() begins; name: its MR_ reason */
+	SRC_MIG_END,
+	SRC_RECLAIM_BEGIN,	/* direct, memcg or node reclaim */
+	SRC_RECLAIM_END,
+	SRC_SYS_ENTER,		/* arg: syscall number */
+	SRC_SYS_EXIT,
+	SRC_MIGRC_FLUSH,	/* name: flush reason, arg: CPUs targeted */
+};
+
+struct src_event {
+	enum src_ev type;
+	int pid;
+	int cpu;
+	long arg;
+	const char *name;
+};
+
+struct src_task;
+
+/* Attribution state over one event stream. */
+struct src_state {
+	struct src_task *tasks;		/* open-addressing table by pid */
+	int ntasks, cap;
+	bool has_sys;			/* raw_syscalls events are recorded */
+	struct ctrlist sends;		/* IPI sends by source, no total */
+	uint64_t *recv;			/* TLB_REMOTE_SHOOTDOWN per CPU */
+	int nrecv;
+};
+
+/* The result, as a run carries it. */
+struct src_result {
+	struct ctrlist sends;		/* by source, then "total" */
+	uint64_t *recv;			/* received, per CPU (run's ncpus) */
+	int nrecv;
+	uint64_t recv_total;
+	uint64_t lost;			/* events the trace buffers dropped */
+	struct strlist notes;		/* what could not be attributed */
+};
+
+void src_init(struct src_state *s, bool has_sys);
+void src_set_task(struct src_state *s, int pid, const char *comm, bool kthread);
+void src_feed(struct src_state *s, const struct src_event *e);
+void src_finish(struct src_state *s, struct src_result *out);
+void src_state_free(struct src_state *s);
+void src_result_free(struct src_result *r);
+const char *src_migrate_source(const char *mr_name);
+const char *src_syscall_source(long nr, char *buf, size_t len);
+
+struct src_rec;		/* live recording (opaque) */
+
+struct src_rec *src_start(struct strlist *absent);
+void src_stop(struct src_rec *r, struct src_result *out);
+
 /* ---- run results (result.c) ---- */
 
 struct interval {
@@ -197,6 +257,9 @@ struct run {
 	struct ctrlist flush;		/* reasons, then "total" */
 	struct ctrlist hw;
 	struct strlist absent;
+	bool want_sources;		/* --sources: "sources" in the JSON */
+	bool has_sources;		/* ... and it was recorded */
+	struct src_result src;
 	struct interval *intervals;
 	int nintervals;
 	const char *file;		/* where it was loaded from (compare) */
@@ -307,6 +370,8 @@ struct trace_events {
 };
 
 void trace_events_init(struct trace_events *te, struct tep_handle *tep);
+const char *trace_flush_reason(const struct trace_events *te, struct tep_record *rec,
+			       char *buf, size_t len);
 void trace_account_record(struct trace_stats *st, const struct trace_events *te,
 			  struct tep_event *ev, struct tep_record *rec);
 void trace_record_text(struct trace_seq *s, struct tep_event *ev, struct tep_record *rec);

@@ -33,6 +33,7 @@ void run_free(struct run *r)
 	ctrlist_free(&r->flush);
 	ctrlist_free(&r->hw);
 	strlist_free(&r->absent);
+	src_result_free(&r->src);
 	for (i = 0; i < r->nintervals; i++)
 		interval_free(&r->intervals[i]);
 	free(r->intervals);
@@ -70,6 +71,33 @@ static void json_tlb(struct jbuf *b, bool has, int ncpus, const uint64_t *per_cp
 		jb_u64(b, NULL, per_cpu[i]);
 	jb_arr_end(b);
 	jb_u64(b, "total", total);
+	jb_obj_end(b);
+}
+
+/* "sources": sends by source, received per CPU; null if not recorded. */
+static void json_sources(struct jbuf *b, const struct run *r)
+{
+	const struct src_result *s = &r->src;
+	int i, n = s->nrecv > r->ncpus ? s->nrecv : r->ncpus;
+
+	if (!r->has_sources) {
+		jb_null(b, "sources");
+		return;
+	}
+	jb_obj_begin(b, "sources");
+	json_ctrs(b, "sends", &s->sends);
+	jb_obj_begin(b, "received");
+	jb_arr_begin(b, "per_cpu");
+	for (i = 0; i < n; i++)
+		jb_u64(b, NULL, i < s->nrecv ? s->recv[i] : 0);
+	jb_arr_end(b);
+	jb_u64(b, "total", s->recv_total);
+	jb_obj_end(b);
+	jb_u64(b, "lost_events", s->lost);
+	jb_arr_begin(b, "notes");
+	for (i = 0; i < s->notes.n; i++)
+		jb_str(b, NULL, s->notes.v[i]);
+	jb_arr_end(b);
 	jb_obj_end(b);
 }
 
@@ -116,6 +144,8 @@ char *run_to_json(const struct run *r)
 	else
 		jb_null(&b, "tlb_flush");
 	json_ctrs(&b, "hw", &r->hw);
+	if (r->want_sources || r->has_sources)
+		json_sources(&b, r);
 	jb_arr_begin(&b, "absent");
 	for (i = 0; i < r->absent.n; i++)
 		jb_str(&b, NULL, r->absent.v[i]);
@@ -278,6 +308,78 @@ static int get_strlist(const struct jval *o, const char *key, struct strlist *ou
 	return 0;
 }
 
+static int get_sends(const struct jval *s, struct src_result *src, char *err,
+		     size_t errlen)
+{
+	struct ctr *total;
+	int64_t sum = 0;
+	bool has;
+	int i;
+
+	if (get_ctrs(s, "sends", false, &has, &src->sends, err, errlen))
+		return -1;
+	total = ctrlist_find(&src->sends, "total");
+	if (!has || !total || !total->valid)
+		return fail(err, errlen, "\"sources.sends\" must be an object with a \"total\"");
+	for (i = 0; i < src->sends.n; i++)
+		if (&src->sends.v[i] != total)
+			sum += src->sends.v[i].val;
+	if (sum != total->val)
+		return fail(err, errlen,
+			    "inconsistent run: sources.sends.total is %lld but the sources add up to %lld",
+			    (long long)total->val, (long long)sum);
+	return 0;
+}
+
+static int get_received(const struct jval *s, struct src_result *src, char *err,
+			size_t errlen)
+{
+	const struct jval *rc = json_get(s, "received"), *pc;
+	int64_t total;
+	int i;
+
+	if (!rc || rc->type != J_OBJ)
+		return fail(err, errlen, "\"sources.received\" must be an object");
+	pc = json_get(rc, "per_cpu");
+	if (!pc || pc->type != J_ARR || pc->n > MAX_CPUS)
+		return fail(err, errlen, "\"sources.received.per_cpu\" must be an array");
+	src->recv = xcalloc(pc->n + 1, sizeof(uint64_t));
+	src->nrecv = pc->n;
+	for (i = 0; i < pc->n; i++) {
+		if (pc->kids[i]->type != J_NUM || !pc->kids[i]->is_int || pc->kids[i]->i < 0)
+			return fail(err, errlen,
+				    "\"sources.received.per_cpu[%d]\" must be a non-negative integer",
+				    i);
+		src->recv[i] = pc->kids[i]->i;
+	}
+	if (get_int(rc, "total", true, &total, err, errlen))
+		return -1;
+	src->recv_total = total;
+	return 0;
+}
+
+/* "sources" is optional: absent (no --sources), null (not recorded), or an object. */
+static int get_sources(const struct jval *root, struct run *r, char *err, size_t errlen)
+{
+	const struct jval *s = json_get(root, "sources");
+	int64_t lost = 0;
+
+	if (!s)
+		return 0;
+	r->want_sources = true;
+	if (s->type == J_NULL)
+		return 0;
+	if (s->type != J_OBJ)
+		return fail(err, errlen, "\"sources\" must be an object or null");
+	if (get_sends(s, &r->src, err, errlen) || get_received(s, &r->src, err, errlen) ||
+	    get_int(s, "lost_events", false, &lost, err, errlen) < 0 ||
+	    get_strlist(s, "notes", &r->src.notes, err, errlen))
+		return -1;
+	r->src.lost = lost;
+	r->has_sources = true;
+	return 0;
+}
+
 static int check_header(const struct jval *root, char *err, size_t errlen)
 {
 	const struct jval *tool = json_get(root, "tool");
@@ -326,6 +428,7 @@ static int run_fill(const struct jval *root, struct run *r, char *err, size_t er
 	    get_ctrs(root, "vmstat", false, &has, &r->vmstat, err, errlen) ||
 	    get_ctrs(root, "tlb_flush", true, &r->has_flush, &r->flush, err, errlen) ||
 	    get_ctrs(root, "hw", false, &has, &r->hw, err, errlen) ||
+	    get_sources(root, r, err, errlen) ||
 	    get_strlist(root, "absent", &r->absent, err, errlen))
 		return -1;
 	if (!json_get(root, "vmstat"))
@@ -401,6 +504,57 @@ static void print_tlb(FILE *f, const struct run *r)
 	fprintf(f, "  %-32s %16llu\n", "total", (unsigned long long)r->tlb_total);
 }
 
+static int by_count_desc(const void *a, const void *b)
+{
+	const struct ctr *x = *(const struct ctr *const *)a;
+	const struct ctr *y = *(const struct ctr *const *)b;
+
+	return (y->val > x->val) - (y->val < x->val);
+}
+
+/* The sources with sends, most first, and their share of the total. */
+static void print_sends(FILE *f, const struct ctrlist *sends, int64_t total)
+{
+	const struct ctr **v = xcalloc(sends->n + 1, sizeof(*v));
+	int i, n = 0, zero = 0;
+
+	for (i = 0; i < sends->n; i++) {
+		if (!strcmp(sends->v[i].name, "total"))
+			continue;
+		if (sends->v[i].val)
+			v[n++] = &sends->v[i];
+		else
+			zero++;
+	}
+	qsort(v, n, sizeof(*v), by_count_desc);
+	fprintf(f, "  %-32s %16s %8s\n", "source", "IPI sends", "share");
+	for (i = 0; i < n; i++)
+		fprintf(f, "  %-32s %16lld %7.1f%%\n", v[i]->name, (long long)v[i]->val,
+			100.0 * v[i]->val / total);
+	fprintf(f, "  %-32s %16lld\n", "total", (long long)total);
+	if (zero)
+		fprintf(f, "  (%d source%s without sends not shown)\n", zero, zero == 1 ? "" : "s");
+	free(v);
+}
+
+static void print_sources(FILE *f, const struct run *r)
+{
+	const struct ctr *total = ctrlist_find(&r->src.sends, "total");
+	int i;
+
+	if (!r->has_sources) {
+		if (r->want_sources)
+			fprintf(f, "shootdown sources: not available (see \"absent\")\n");
+		return;
+	}
+	fprintf(f, "shootdown sources (tlb_flush \"remote ipi send\" events by context):\n");
+	print_sends(f, &r->src.sends, total ? total->val : 0);
+	fprintf(f, "  %-32s %16llu\n", "received (remote shootdown)",
+		(unsigned long long)r->src.recv_total);
+	for (i = 0; i < r->src.notes.n; i++)
+		fprintf(f, "  note: %s\n", r->src.notes.v[i]);
+}
+
 static void print_cmd(FILE *f, const struct run *r)
 {
 	int i;
@@ -431,6 +585,7 @@ void print_summary(FILE *f, const struct run *r)
 		print_ctr_block(f, "tlb:tlb_flush events by reason:", &r->flush, false);
 	else
 		fprintf(f, "tlb:tlb_flush events: not available\n");
+	print_sources(f, r);
 	print_ctr_block(f, "hardware TLB misses:", &r->hw, false);
 	print_ctr_block(f, "/proc/vmstat deltas:", &r->vmstat, true);
 	if (r->absent.n) {

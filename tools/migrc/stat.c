@@ -25,6 +25,7 @@ struct stat_opts {
 	double interval;
 	long count;
 	bool quiet;
+	bool sources;
 	char **cmd;
 	int ncmd;
 	int usage_exit;		/* 1, or 125 when a command was given */
@@ -32,8 +33,10 @@ struct stat_opts {
 
 static void stat_usage(FILE *f)
 {
-	fputs("usage: migrc stat [-o FILE.json] [--label NAME] [-q] [-a] -- COMMAND [ARGS...]\n"
+	fputs("usage: migrc stat [-o FILE.json] [--label NAME] [-q] [-a] [--sources]\n"
+	      "                  -- COMMAND [ARGS...]\n"
 	      "       migrc stat -a -I SECONDS [-n COUNT] [-o FILE.json] [--label NAME]\n"
+	      "                  [--sources]\n"
 	      "\n"
 	      "Measure TLB shootdowns (/proc/interrupts), /proc/vmstat TLB, migration, NUMA\n"
 	      "and migrc counters, tlb:tlb_flush events by reason and hardware TLB misses,\n"
@@ -46,6 +49,12 @@ static void stat_usage(FILE *f)
 	      "  -I, --interval SECS  window mode: print every SECS seconds (fractions allowed)\n"
 	      "  -n, --count N        window mode: stop after N intervals (default: until ^C)\n"
 	      "  -q, --quiet          do not print the summary\n"
+	      "  -S, --sources        attribute the shootdowns sent to their source (demotion,\n"
+	      "                       promotion, damon, other migration, reclaim, NUMA scan or\n"
+	      "                       fault, munmap/mprotect/madvise and other syscalls,\n"
+	      "                       migrc's own flushes by reason, other) by tracing the\n"
+	      "                       context of every tlb_flush \"remote ipi send\" event;\n"
+	      "                       window mode: over the whole window, not per interval\n"
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "With COMMAND the summary goes to stderr (like perf stat) and migrc exits with\n"
@@ -64,6 +73,7 @@ static int parse_stat_args(int argc, char **argv, struct stat_opts *o)
 		{ "interval", required_argument, NULL, 'I' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "sources", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -76,7 +86,7 @@ static int parse_stat_args(int argc, char **argv, struct stat_opts *o)
 		if (!strcmp(argv[i], "--"))
 			o->usage_exit = EXIT_TOOL_FAILED;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+o:l:aI:n:qh", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:l:aI:n:qSh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			o->out = optarg;
@@ -104,6 +114,9 @@ static int parse_stat_args(int argc, char **argv, struct stat_opts *o)
 			break;
 		case 'q':
 			o->quiet = true;
+			break;
+		case 'S':
+			o->sources = true;
 			break;
 		case 'h':
 			stat_usage(stdout);
@@ -252,6 +265,25 @@ static int write_json(const char *path, const struct run *r)
 	return ret;
 }
 
+/* ---- --sources ---- */
+
+/* Start attributing shootdowns; NULL if not asked for or not possible. */
+static struct src_rec *sources_start(const struct stat_opts *o, struct run *r)
+{
+	if (!o->sources)
+		return NULL;
+	r->want_sources = true;
+	return src_start(&r->absent);
+}
+
+static void sources_stop(struct src_rec *src, struct run *r)
+{
+	if (!src)
+		return;
+	src_stop(src, &r->src);
+	r->has_sources = true;
+}
+
 /* ---- command mode ---- */
 
 static void child_run(int go_fd, int go_wr, int ex_fd, char **cmd)
@@ -313,6 +345,7 @@ static int run_command(const struct stat_opts *o)
 	struct perf_opts po = { .system_wide_only = o->all };
 	struct snapshot a, b;
 	struct perf_set *perf;
+	struct src_rec *src;
 	struct rusage ru;
 	struct run r;
 	char err[ERRLEN];
@@ -344,6 +377,7 @@ static int run_command(const struct stat_opts *o)
 		run_free(&r);
 		return EXIT_TOOL_FAILED;
 	}
+	src = sources_start(o, &r);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	perf_enable(perf);
@@ -354,11 +388,13 @@ static int run_command(const struct stat_opts *o)
 	while (wait4(pid, &status, 0, &ru) < 0) {
 		if (errno != EINTR) {
 			errmsg("wait4: %s", strerror(errno));
+			sources_stop(src, &r);
 			return EXIT_TOOL_FAILED;
 		}
 	}
 	r.wall_s = now_mono() - t0;
 	perf_disable(perf);
+	sources_stop(src, &r);
 	if (read(ex[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
 		errmsg("cannot execute '%s': %s", o->cmd[0], strerror(exec_errno));
 		ret = exec_errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
@@ -576,6 +612,7 @@ static int run_window(const struct stat_opts *o)
 	struct sample first;
 	sigset_t stop;
 	struct perf_set *perf;
+	struct src_rec *src;
 	struct run r;
 	char err[ERRLEN];
 	int ret = EXIT_SYSERR;
@@ -587,12 +624,17 @@ static int run_window(const struct stat_opts *o)
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
 	sigprocmask(SIG_BLOCK, &stop, NULL);
+	src = sources_start(o, &r);
 	perf_enable(perf);
 	if (take_sample(&first, perf, err, sizeof(err))) {
 		errmsg("%s", err);
+		sources_stop(src, &r);
 		goto out;
 	}
-	if (window_loop(o, &r, perf, &first, &stop, err, sizeof(err))) {
+	ret = window_loop(o, &r, perf, &first, &stop, err, sizeof(err));
+	sources_stop(src, &r);
+	if (ret) {
+		ret = EXIT_SYSERR;
 		errmsg("%s", err);
 		goto out_first;
 	}

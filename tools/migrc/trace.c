@@ -296,8 +296,8 @@ static bool field_u64(struct tep_format_field *f, struct tep_record *rec, uint64
 }
 
 /* The reason's name: the string itself, or the integer's symbolic name. */
-static const char *flush_reason(const struct trace_events *te, struct tep_record *rec,
-				char *buf, size_t len)
+const char *trace_flush_reason(const struct trace_events *te, struct tep_record *rec,
+			       char *buf, size_t len)
 {
 	uint64_t v;
 	char *str;
@@ -338,7 +338,8 @@ void trace_account_record(struct trace_stats *st, const struct trace_events *te,
 	field_u64(te->pages, rec, &pages);
 	field_u64(te->cpus, rec, &cpus);
 	has_age = field_u64(te->age, rec, &age);
-	account_flush(st, flush_reason(te, rec, buf, sizeof(buf)), pages, cpus, has_age, age);
+	account_flush(st, trace_flush_reason(te, rec, buf, sizeof(buf)), pages, cpus,
+		      has_age, age);
 }
 
 /* A record as a line of the tracefs "trace" file, which -i reads back. */

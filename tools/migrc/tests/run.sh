@@ -180,6 +180,46 @@ check "compare: unreadable file gives 2" eval '
 check "compare: one file is a usage error" run 1 $MIGRC compare "$B"
 check "compare: unknown format is a usage error" run 1 $MIGRC compare -f xml "$B" "$A"
 
+# --- stat --sources: it degrades to "null" plus a reason, never fails ---
+check "help: stat --help describes --sources" eval '
+	run 0 $MIGRC stat --help && has "sources" "$tmp/out" && has "remote ipi send" "$tmp/out"'
+check "usage: stat --sources=x with a command exits 125" eval '
+	run 125 $MIGRC stat --sources=x -- true && errhas "sources"'
+check "usage: stat --sources=x in window mode exits 1" run 1 $MIGRC stat -a -I 1 --sources=x
+mkproc "$P" interrupts-x86-4cpu vmstat-migrc
+check "stat --sources: no tracefs gives null sources and a reason" eval '
+	MIGRC_TRACEFS=$tmp/nonexistent run 0 $MIGRC stat --sources -o "$tmp/s1.json" -- true &&
+	errhas "shootdowns cannot be attributed: tracefs not found" &&
+	errhas "shootdown sources: not available" &&
+	has "\"sources\": null" "$tmp/s1.json" && has "sources: tracefs not found" "$tmp/s1.json"'
+cp -r "$fix/tracefs-6.12" "$tmp/notlb"
+rm -rf "$tmp/notlb/events/tlb"
+check "stat --sources: no tlb:tlb_flush gives null sources and names it" eval '
+	MIGRC_TRACEFS=$tmp/notlb run 0 $MIGRC stat -q --sources -o "$tmp/s2.json" -- true &&
+	errhas "tlb:tlb_flush: tracepoint not available" && has "\"sources\": null" "$tmp/s2.json"'
+cp -r "$fix/tracefs-6.12" "$tmp/tfs-src"
+check "stat --sources: instance that cannot be set up is removed, command still measured" eval '
+	MIGRC_TRACEFS=$tmp/tfs-src run 3 $MIGRC stat -q --sources -o "$tmp/s3.json" -- sh -c "exit 3" &&
+	errhas "cannot enable tlb:tlb_flush" && has "\"exit_status\": 3" "$tmp/s3.json" &&
+	[ -z "$(ls "$tmp/tfs-src/instances")" ]'
+check "stat -a --sources: window mode degrades the same way" eval '
+	MIGRC_TRACEFS=$tmp/nonexistent run 0 $MIGRC stat -a -I 0.1 -n 1 --sources -o "$tmp/s4.json" &&
+	has "\"sources\": null" "$tmp/s4.json" && has "\"intervals\"" "$tmp/s4.json"'
+check "stat without --sources writes no sources key" eval '
+	run 0 $MIGRC stat -q -o "$tmp/s5.json" -- true && ! has "\"sources\"" "$tmp/s5.json"'
+check "compare: sources side by side, total and reduction" eval '
+	run 0 $MIGRC compare -f csv "$fix/run-sources-off.json" "$fix/run-sources-on.json" &&
+	has "^shootdown sources (IPI sends),demotion,300,20,93.33$" "$tmp/out" &&
+	has "^shootdown sources (IPI sends),migrc:alloc,,9,$" "$tmp/out" &&
+	has "^shootdown sources (IPI sends),total,390,123,68.46$" "$tmp/out"'
+check "compare: table shows the sources section" eval '
+	run 0 $MIGRC compare "$fix/run-sources-off.json" "$fix/run-sources-on.json" &&
+	has "^shootdown sources (IPI sends)$" "$tmp/out" && has "migrc:timeout" "$tmp/out"'
+check "compare: runs without sources show no sources section" eval '
+	run 0 $MIGRC compare "$B" "$A" && ! has "shootdown sources" "$tmp/out"'
+check "compare: run-bad-sources.json gives 2 and a message" eval '
+	run 2 $MIGRC compare "$B" "$fix/run-bad-sources.json" && errhas "add up"'
+
 # --- trace ---
 check "trace -i: reasons and histogram" eval '
 	run 0 $MIGRC trace -i "$fix/trace-migrc.txt" -j "$tmp/trace.json" &&

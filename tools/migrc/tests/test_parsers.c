@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <event-parse.h>
@@ -494,6 +495,178 @@ static void test_compare(void)
 	run_free(&runs[2]);
 }
 
+/* ---- shootdown sources ---- */
+
+static void feed(struct src_state *s, enum src_ev type, int pid, long arg, const char *name)
+{
+	struct src_event e = { .type = type, .pid = pid, .cpu = pid ? 0 : 1,
+			       .arg = arg, .name = name };
+
+	if (type == SRC_RECV)
+		e.cpu = arg;
+	src_feed(s, &e);
+}
+
+static void seed_tasks(struct src_state *s)
+{
+	src_set_task(s, 100, "munmap-loop", false);
+	src_set_task(s, 200, "kswapd0", true);
+	src_set_task(s, 300, "kworker/0:1", true);
+	src_set_task(s, 400, "reader", false);
+	src_set_task(s, 500, "kdamond.0", true);
+}
+
+/* Every context the attribution tells apart, one after the other. */
+static void feed_contexts(struct src_state *s)
+{
+	feed(s, SRC_SYS_ENTER, 100, SYS_munmap, NULL);
+	feed(s, SRC_SEND, 100, 0, NULL);
+	feed(s, SRC_SYS_EXIT, 100, 0, NULL);
+	feed(s, SRC_SYS_ENTER, 100, SYS_move_pages, NULL);
+	feed(s, SRC_MIG_START, 100, 0, "syscall_or_cpuset");
+	feed(s, SRC_SEND, 100, 0, NULL);
+	feed(s, SRC_MIG_END, 100, 0, NULL);
+	feed(s, SRC_SYS_EXIT, 100, 0, NULL);
+	feed(s, SRC_MIG_START, 200, 0, "demotion");
+	feed(s, SRC_SEND, 200, 0, NULL);
+	feed(s, SRC_LOCAL, 200, 0, NULL);
+	feed(s, SRC_MIG_END, 200, 0, NULL);
+	feed(s, SRC_SEND, 200, 0, NULL);		/* kswapd itself */
+	feed(s, SRC_SEND, 400, 0, NULL);		/* outside a syscall */
+	feed(s, SRC_MIG_START, 400, 0, "numa_misplaced");
+	feed(s, SRC_SEND, 400, 0, NULL);
+	feed(s, SRC_MIG_END, 400, 0, NULL);
+	feed(s, SRC_SEND, 300, 0, NULL);
+	feed(s, SRC_LOCAL, 300, 0, NULL);
+	feed(s, SRC_MIGRC_FLUSH, 300, 2, "alloc");	/* migrc's own */
+	feed(s, SRC_SEND, 300, 0, NULL);
+	feed(s, SRC_MIGRC_FLUSH, 300, 0, "timeout");	/* targeted none: not its */
+	feed(s, SRC_SEND, 300, 0, NULL);
+	feed(s, SRC_LOCAL, 300, 0, NULL);
+	feed(s, SRC_LOCAL, 300, 0, NULL);
+	feed(s, SRC_MIGRC_FLUSH, 300, 1, "write");	/* two locals: not its */
+	feed(s, SRC_SYS_ENTER, 100, SYS_write, NULL);
+	feed(s, SRC_RECLAIM_BEGIN, 100, 0, NULL);
+	feed(s, SRC_SEND, 100, 0, NULL);
+	feed(s, SRC_RECLAIM_END, 100, 0, NULL);
+	feed(s, SRC_SYS_EXIT, 100, 0, NULL);
+	feed(s, SRC_SEND, 500, 0, NULL);
+	feed(s, SRC_MIG_START, 500, 0, "damon");
+	feed(s, SRC_SEND, 500, 0, NULL);
+	feed(s, SRC_MIG_END, 500, 0, NULL);
+	feed(s, SRC_SEND, 0, 0, NULL);			/* the idle task */
+	feed(s, SRC_RECV, 400, 3, NULL);
+	feed(s, SRC_RECV, 100, 3, NULL);
+	feed(s, SRC_RECV, 0, 0, NULL);
+	feed(s, SRC_SYS_ENTER, 100, 9999, NULL);
+	feed(s, SRC_SEND, 100, 0, NULL);
+	feed(s, SRC_SYS_EXIT, 100, 0, NULL);
+	feed(s, SRC_SYS_ENTER, 100, SYS_mprotect, NULL);
+	feed(s, SRC_SEND, 100, 0, NULL);		/* settled at the end */
+}
+
+static void test_sources(void)
+{
+	struct src_result res;
+	struct src_state s;
+	char buf[NAMELEN];
+
+	src_init(&s, true);
+	seed_tasks(&s);
+	feed_contexts(&s);
+	memset(&res, 0, sizeof(res));
+	src_finish(&s, &res);
+	ok(val(&res.sends, "munmap") == 1 && val(&res.sends, "mprotect") == 1 &&
+	   val(&res.sends, "syscall:9999") == 1,
+	   "sources: syscalls by number, munmap and mprotect by name");
+	ok(val(&res.sends, "migration_other") == 1 && val(&res.sends, "demotion") == 1 &&
+	   val(&res.sends, "promotion") == 1 && val(&res.sends, "damon") == 2,
+	   "sources: migrate_pages() by MR_ reason, kdamond as damon");
+	ok(val(&res.sends, "reclaim") == 2 && val(&res.sends, "numa_scan_fault") == 1,
+	   "sources: reclaim bracket and kswapd, a user task outside a syscall");
+	ok(val(&res.sends, "migrc:alloc") == 1 && !ctrlist_find(&res.sends, "migrc:timeout") &&
+	   !ctrlist_find(&res.sends, "migrc:write") && val(&res.sends, "other") == 3,
+	   "sources: migrc's flush only right after its send, with CPUs targeted");
+	ok(val(&res.sends, "total") == 15 && res.nrecv == 4 && res.recv[3] == 2 &&
+	   res.recv[0] == 1 && res.recv_total == 3,
+	   "sources: total and received per CPU (%lld)", (long long)val(&res.sends, "total"));
+	src_result_free(&res);
+	src_state_free(&s);
+
+	src_init(&s, false);
+	seed_tasks(&s);
+	setenv("MIGRC_PROC", "/nonexistent", 1);	/* pid 77 is gone */
+	feed(&s, SRC_SEND, 400, 0, NULL);
+	feed(&s, SRC_SEND, 77, 0, NULL);		/* never in a syscall */
+	src_finish(&s, &res);
+	unsetenv("MIGRC_PROC");
+	ok(val(&s.sends, "user") == 1 && val(&res.sends, "other") == 1 &&
+	   val(&res.sends, "numa_scan_fault") == 0,
+	   "sources: without syscall events a user task's send is \"user\"");
+	src_result_free(&res);
+	src_state_free(&s);
+	ok(!strcmp(src_migrate_source("compaction"), "migration_other") &&
+	   !strcmp(src_migrate_source(NULL), "migration_other") &&
+	   !strcmp(src_syscall_source(SYS_madvise, buf, sizeof(buf)), "madvise") &&
+	   !strcmp(src_syscall_source(SYS_mremap, buf, sizeof(buf)), "syscall:mremap"),
+	   "sources: names of MR_ reasons and syscalls");
+}
+
+static void add_sources(struct run *r, int64_t demotion, int64_t migrc)
+{
+	src_result_free(&r->src);
+	ctrlist_init(&r->src.sends);
+	ctrlist_add(&r->src.sends, "demotion", demotion, true);
+	ctrlist_add(&r->src.sends, "migrc:alloc", migrc, true);
+	ctrlist_add(&r->src.sends, "total", demotion + migrc, true);
+	r->src.recv = xcalloc(2, sizeof(uint64_t));
+	r->src.nrecv = 2;
+	r->src.recv[1] = 7;
+	r->src.recv_total = 7;
+	strlist_add(&r->src.notes, "a note");
+	r->want_sources = r->has_sources = true;
+}
+
+static void test_sources_results(void)
+{
+	char err[ERRLEN] = "";
+	struct run runs[2], back;
+	char *s, *out;
+	int ret;
+
+	if (!load("run-before.json", &runs[0], err, sizeof(err)) ||
+	    !load("run-after.json", &runs[1], err, sizeof(err)))
+		diag("cannot load fixtures: %s", err);
+	add_sources(&runs[0], 100, 0);
+	add_sources(&runs[1], 20, 5);
+	s = run_to_json(&runs[1]);
+	ok(!run_from_json(s, &back, err, sizeof(err)) && back.has_sources &&
+	   val(&back.src.sends, "migrc:alloc") == 5 && val(&back.src.sends, "total") == 25 &&
+	   back.src.nrecv == 16 && back.src.recv[1] == 7 && back.src.recv_total == 7 &&
+	   back.src.notes.n == 1, "sources: JSON round trip (%s)", err);
+	run_free(&back);
+	free(s);
+	out = compare_to_string(runs, 2, "csv", NULL, &ret);
+	ok(ret == 0 && strstr(out, "\nshootdown sources (IPI sends),demotion,100,20,80.00\n") &&
+	   strstr(out, "\nshootdown sources (IPI sends),migrc:alloc,0,5,\n") &&
+	   strstr(out, "\nshootdown sources (IPI sends),total,100,25,75.00\n") &&
+	   strstr(out, "received (remote shootdown),7,7,0.00\n"),
+	   "sources: compare puts them side by side");
+	free(out);
+	runs[1].has_sources = false;
+	out = compare_to_string(runs, 2, "table", NULL, &ret);
+	ok(ret == 0 && strstr(out, "shootdown sources") && strstr(out, "demotion"),
+	   "sources: compare with one run without them");
+	free(out);
+	run_free(&runs[0]);
+	run_free(&runs[1]);
+	ok(!run_from_json("{\"tool\": \"migrc\", \"version\": 1, \"ncpus\": 1, \"vmstat\": {},"
+			  " \"hw\": {}, \"sources\": {\"sends\": {\"a\": 1, \"total\": 2},"
+			  " \"received\": {\"per_cpu\": [], \"total\": 0}}}",
+			  &back, err, sizeof(err)) == false && strstr(err, "add up"),
+	   "sources: inconsistent total rejected (\"%s\")", err);
+}
+
 /* ---- trace ---- */
 
 static void test_trace(void)
@@ -692,6 +865,8 @@ int main(int argc, char **argv)
 	test_json();
 	test_results();
 	test_compare();
+	test_sources();
+	test_sources_results();
 	test_trace();
 	test_trace_records();
 	printf("1..%d\n", ntests);
