@@ -182,10 +182,13 @@ check "compare: unknown format is a usage error" run 1 $MIGRC compare -f xml "$B
 
 # --- stat --sources: it degrades to "null" plus a reason, never fails ---
 check "help: stat --help describes --sources" eval '
-	run 0 $MIGRC stat --help && has "sources" "$tmp/out" && has "remote ipi send" "$tmp/out"'
+	run 0 $MIGRC stat --help && has "-S, --sources" "$tmp/out" &&
+	has "remote ipi send" "$tmp/out"'
 check "usage: stat --sources=x with a command exits 125" eval '
-	run 125 $MIGRC stat --sources=x -- true && errhas "sources"'
-check "usage: stat --sources=x in window mode exits 1" run 1 $MIGRC stat -a -I 1 --sources=x
+	MIGRC_TRACEFS=$tmp/nonexistent run 125 $MIGRC stat --sources=x -- true &&
+	errhas "sources"'
+check "usage: stat --sources=x in window mode exits 1" eval '
+	MIGRC_TRACEFS=$tmp/nonexistent run 1 $MIGRC stat -a -I 1 -n 1 --sources=x'
 mkproc "$P" interrupts-x86-4cpu vmstat-migrc
 check "stat --sources: no tracefs gives null sources and a reason" eval '
 	MIGRC_TRACEFS=$tmp/nonexistent run 0 $MIGRC stat --sources -o "$tmp/s1.json" -- true &&
