@@ -293,7 +293,7 @@ static void print_table(FILE *f, struct table *t, struct run *runs)
 {
 	const char *sec = NULL;
 	char buf[64];
-	int i, k, w = 14, mw = 30, skipped = 0;
+	int i, k, w = 14, mw = 30, skipped = 0, no_sends = 0;
 
 	fprintf(f,
 		"migrc compare: %d runs; reduction = (%s - run) / %s * 100, positive = fewer/faster\n",
@@ -326,6 +326,10 @@ static void print_table(FILE *f, struct table *t, struct run *runs)
 			skipped++;
 			continue;
 		}
+		if (r->section == SEC_SRC && all_zero(r, t->nruns)) {
+			no_sends++;
+			continue;
+		}
 		if (r->section != sec) {
 			sec = r->section;
 			fprintf(f, "%s\n", sec);
@@ -345,6 +349,9 @@ static void print_table(FILE *f, struct table *t, struct run *runs)
 	if (skipped)
 		fprintf(f, "  (%d /proc/vmstat counters are zero in every run, not shown)\n",
 			skipped);
+	if (no_sends)
+		fprintf(f, "  (%d shootdown sources without sends in any run, not shown)\n",
+			no_sends);
 }
 
 static void csv_field(FILE *f, const char *s)
