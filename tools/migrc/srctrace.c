@@ -73,7 +73,6 @@ struct src_rec {
 	pthread_t thread;
 	bool running;
 	atomic_bool stop;
-	bool final;			/* the last drain, after disabling */
 	uint64_t lost;
 	bool lost_unknown;
 };
@@ -193,8 +192,7 @@ static int on_record(struct tep_event *ev, struct tep_record *rec, int cpu,
 		r->lost_unknown = true;
 	if (decode(r, ev, rec, &e, buf, sizeof(buf)))
 		src_feed(&r->st, &e);
-	/* On a busy system events may come faster than they are read. */
-	return atomic_load(&r->stop) && !r->final;
+	return 0;
 }
 
 /* ---- formats ---- */
@@ -416,16 +414,19 @@ fail:
 	return NULL;
 }
 
-/* Stop, read what is left, attribute. */
+/*
+ * Stop, read what is left, attribute.  The events are disabled first: on
+ * a busy system they may come faster than they are read, and a drain cut
+ * short would drop the records of the pages it had already taken.
+ */
 void src_stop(struct src_rec *r, struct src_result *out)
 {
 	int i;
 
+	tracefs_event_disable(r->inst, NULL, NULL);
 	atomic_store(&r->stop, true);
 	if (r->running)
 		pthread_join(r->thread, NULL);
-	tracefs_event_disable(r->inst, NULL, NULL);
-	r->final = true;
 	drain(r);
 	memset(out, 0, sizeof(*out));
 	src_finish(&r->st, out);
