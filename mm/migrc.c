@@ -182,6 +182,9 @@ static unsigned long migrc_ring_pages(unsigned long gen)
 	pages = migrc_pending_batch.evicted_pages;
 	if (migrc_gens.latest - g > MIGRC_RING_SIZE)
 		g = migrc_gens.latest - MIGRC_RING_SIZE;
+	/* Callers expire from the ring: an older @gen would never end. */
+	if (WARN_ON_ONCE(migrc_gen_after(g, gen)))
+		return pages;
 	while (g != gen) {
 		const struct migrc_stamp *s = &migrc_ring[++g % MIGRC_RING_SIZE];
 
@@ -260,7 +263,7 @@ static void __migrc_flush(enum migrc_flush_reason reason)
  */
 void migrc_flush(unsigned long gen, enum migrc_flush_reason reason)
 {
-	/* Pairs with __migrc_flush()'s release: the flush is complete. */
+	/* Pairs with __migrc_flush_upto()'s release: the flush is complete. */
 	if (migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen))
 		return;
 
@@ -298,11 +301,11 @@ static unsigned long migrc_max_age_jiffies(void)
  * expired ones were committed have flushed them from their tick
  * (__migrc_tick()), and drop out of this flush.
  */
-VISIBLE_IF_KUNIT void migrc_expire(unsigned long now)
+static void __migrc_expire(unsigned long now)
 {
 	unsigned long age = migrc_max_age_jiffies(), gen;
 
-	spin_lock(&migrc_pending_batch.lock);
+	lockdep_assert_held(&migrc_pending_batch.lock);
 	if (migrc_pending()) {
 		gen = migrc_ring_expired(migrc_ring, migrc_gens.done,
 					 migrc_gens.latest, now - age);
@@ -315,13 +318,41 @@ VISIBLE_IF_KUNIT void migrc_expire(unsigned long now)
 		mod_delayed_work(system_unbound_wq, &migrc_timeout_work,
 				 time_after(due, now) ? due - now : 0);
 	}
+}
+
+/**
+ * migrc_set_max_age_ms - change the time bound, for what is pending too
+ * @ms: the new bound, in milliseconds
+ *
+ * The timeout was armed with the old bound, up to 10 s away: run it now,
+ * and it completes what the new bound has expired and is armed again.
+ */
+VISIBLE_IF_KUNIT void migrc_set_max_age_ms(unsigned int ms)
+{
+	WRITE_ONCE(migrc_max_age_ms, ms);
+	if (migrc_enabled() && migrc_pending())
+		mod_delayed_work(system_unbound_wq, &migrc_timeout_work, 0);
+}
+EXPORT_SYMBOL_IF_KUNIT(migrc_set_max_age_ms);
+
+/* The time bound at a given time: KUnit moves the clock. */
+VISIBLE_IF_KUNIT void migrc_expire(unsigned long now)
+{
+	spin_lock(&migrc_pending_batch.lock);
+	__migrc_expire(now);
 	spin_unlock(&migrc_pending_batch.lock);
 }
 EXPORT_SYMBOL_IF_KUNIT(migrc_expire);
 
 static void migrc_timeout_fn(struct work_struct *work)
 {
-	migrc_expire(jiffies);
+	/*
+	 * The time is read under the lock: another flush may have held it
+	 * through its IPI round, and generations expired meanwhile.
+	 */
+	spin_lock(&migrc_pending_batch.lock);
+	__migrc_expire(jiffies);
+	spin_unlock(&migrc_pending_batch.lock);
 }
 
 /**
@@ -335,21 +366,32 @@ static void migrc_timeout_fn(struct work_struct *work)
  * as it covers every generation committed before it.  A CPU outside the
  * mask holds no stale entry of a pending generation (the mask is folded
  * before the generation is published) and needs nothing.
+ *
+ * The oldest generation this CPU may hold is the one after both its own
+ * flushed generation and migrc_gens.done: a CPU that keeps running one
+ * mm records no flush while the generations of other mms complete
+ * without it, and starting from its own record alone would find that
+ * one done and never flush again.  The cheap tests come first: the ring
+ * is written by every commit, the mask by every fold.
  */
 void __migrc_tick(void)
 {
 	/* The stamps and the mask folded before latest are visible. */
 	unsigned long latest = smp_load_acquire(&migrc_gens.latest);
-	unsigned long next = arch_migrc_flushed_gen() + 1;
-	unsigned long cutoff = jiffies + 1 - migrc_max_age_jiffies();
+	unsigned long done = READ_ONCE(migrc_gens.done);
+	unsigned long next = arch_migrc_flushed_gen();
 
-	if (migrc_gen_after(next, latest) ||
-	    migrc_gen_covers(READ_ONCE(migrc_gens.done), next))
+	if (migrc_gen_after(done, next))
+		next = done;
+	next++;
+	if (migrc_gen_after(next, latest))
 		return;
-	if (!migrc_stamp_expired(migrc_ring, next, cutoff))
+	/* Folds up to latest are visible; a racing clear ends all pending. */
+	if (!data_race(arch_tlbbatch_has_cpu(&migrc_pending_batch.cpus,
+					     smp_processor_id())))
 		return;
-	if (!arch_tlbbatch_has_cpu(&migrc_pending_batch.cpus,
-				   smp_processor_id()))
+	if (!migrc_stamp_expired(migrc_ring, next,
+				 jiffies + 1 - migrc_max_age_jiffies()))
 		return;
 	arch_migrc_flush_local(latest,
 			       migrc_injected(MIGRC_INJECT_SKIP_TICK));
@@ -445,7 +487,7 @@ void __migrc_key_barrier(unsigned long key)
 {
 	unsigned long need = migrc_key_need(key);
 
-	/* Pairs with __migrc_flush()'s release: the flush is complete. */
+	/* Pairs with __migrc_flush_upto()'s release: the flush is complete. */
 	if (migrc_gen_covers(smp_load_acquire(&migrc_gens.done), need)) {
 		count_vm_event(MIGRC_WRITES_SPARED);
 		return;
@@ -1047,7 +1089,7 @@ void migrc_debug_set_pte(pte_t pte)
 		return;
 	if (!migrc_debug_take(pte_pfn(pte), &gen, false))
 		return;
-	/* Pairs with __migrc_flush()'s release, as in migrc_flush(). */
+	/* Pairs with __migrc_flush_upto()'s release, as in migrc_flush(). */
 	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 		  "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
 		  pte_pfn(pte), gen, READ_ONCE(migrc_gens.done));
@@ -1069,7 +1111,7 @@ void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 
 	if (!migrc_debug_take(folio_pfn(folio), &gen, true))
 		return;
-	/* Pairs with __migrc_flush()'s release, as in migrc_flush(). */
+	/* Pairs with __migrc_flush_upto()'s release, as in migrc_flush(). */
 	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
 		  "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
 		  folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
@@ -1140,7 +1182,7 @@ static ssize_t max_age_ms_store(struct kobject *kobj,
 
 	if (kstrtouint(buf, 0, &val) || val < 1 || val > 10000)
 		return -EINVAL;
-	WRITE_ONCE(migrc_max_age_ms, val);
+	migrc_set_max_age_ms(val);
 	return count;
 }
 static struct kobj_attribute max_age_ms_attr = __ATTR_RW(max_age_ms);

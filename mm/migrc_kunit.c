@@ -362,6 +362,11 @@ static unsigned long migrc_test_latest(void)
 	return READ_ONCE(migrc_gens.latest);
 }
 
+static unsigned long migrc_test_done(void)
+{
+	return READ_ONCE(migrc_gens.done);
+}
+
 /* Deferred at unmap, published at the commit, done at the flush. */
 static void migrc_batch_commit_test(struct kunit *test)
 {
@@ -940,19 +945,53 @@ static void migrc_batch_expire_test(struct kunit *test)
 	migrc_test_sent();
 
 	migrc_expire(before - 1 + age);
-	KUNIT_EXPECT_EQ_MSG(test, READ_ONCE(migrc_gens.done), first - 1,
+	KUNIT_EXPECT_EQ_MSG(test, migrc_test_done(), first - 1,
 			    "completed a generation before it expired");
 	migrc_expire(cut + age);
-	KUNIT_EXPECT_EQ_MSG(test, READ_ONCE(migrc_gens.done), first,
+	KUNIT_EXPECT_EQ_MSG(test, migrc_test_done(), first,
 			    "the expired generation alone is completed");
 	KUNIT_EXPECT_TRUE(test, migrc_pending());
 	KUNIT_EXPECT_GT(test, migrc_test_sent(), 0);
 	migrc_expire(jiffies + age);
-	KUNIT_EXPECT_EQ(test, READ_ONCE(migrc_gens.done), second);
+	KUNIT_EXPECT_EQ(test, migrc_test_done(), second);
 	KUNIT_EXPECT_FALSE(test, migrc_pending());
 
 	migrc_batch_close(outer);
 	WRITE_ONCE(migrc_max_age_ms, saved);
+}
+
+/*
+ * Lowering max_age_ms applies to what is already pending: the timeout,
+ * armed with the old bound by the commit, runs at once and is armed
+ * again for the new one.  Nothing else completes the generation here.
+ */
+static void migrc_batch_lower_age_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned int saved = READ_ONCE(migrc_max_age_ms);
+	struct migrc_batch *outer;
+	unsigned long gen;
+	int ms = 0;
+
+	/* Nothing pending: the commit below arms the timeout, for 10 s. */
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	WRITE_ONCE(migrc_max_age_ms, 10000);
+	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+	migrc_batch_commit();
+	gen = migrc_test_latest();
+	migrc_batch_close(outer);
+	KUNIT_EXPECT_TRUE(test, migrc_pending());
+
+	migrc_set_max_age_ms(10);
+	while (ms < 2000 && !migrc_gen_covers(migrc_test_done(), gen)) {
+		msleep(20);
+		ms += 20;
+	}
+	KUNIT_EXPECT_TRUE_MSG(test, migrc_gen_covers(migrc_test_done(), gen),
+			      "pending %d ms after max_age_ms was lowered to 10",
+			      ms);
+	migrc_set_max_age_ms(saved);
 }
 
 static struct kunit_case migrc_batch_test_cases[] = {
@@ -966,6 +1005,7 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_alloc_kick_test),
 	KUNIT_CASE(migrc_batch_keys_test),
 	KUNIT_CASE(migrc_batch_expire_test),
+	KUNIT_CASE(migrc_batch_lower_age_test),
 	{}
 };
 

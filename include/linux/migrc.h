@@ -285,9 +285,10 @@ void migrc_flush_all(enum migrc_flush_reason reason);
 
 void __migrc_tick(void);
 #if IS_ENABLED(CONFIG_KUNIT)
-/* For mm/migrc_kunit.c: the time bound, as if it ran at @now. */
+/* For mm/migrc_kunit.c: the time bound, run as if at @now, or changed. */
 extern unsigned int migrc_max_age_ms;
 void migrc_expire(unsigned long now);
+void migrc_set_max_age_ms(unsigned int ms);
 #endif
 
 /*
