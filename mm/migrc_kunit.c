@@ -6,6 +6,7 @@
  * (open, unmap, commit, free, close, nesting) against the real pending
  * state.
  */
+#include <kunit/resource.h>
 #include <kunit/test.h>
 #include <linux/cpumask.h>
 #include <linux/delay.h>
@@ -917,6 +918,21 @@ static void migrc_batch_keys_test(struct kunit *test)
 	folio_put(dst);
 }
 
+/* Put max_age_ms back, also when an assertion ends the test early. */
+static void migrc_test_restore_age(void *saved)
+{
+	migrc_set_max_age_ms((unsigned int)(uintptr_t)saved);
+}
+
+static void migrc_test_save_age(struct kunit *test)
+{
+	void *saved = (void *)(uintptr_t)READ_ONCE(migrc_max_age_ms);
+	int err;
+
+	err = kunit_add_action_or_reset(test, migrc_test_restore_age, saved);
+	KUNIT_ASSERT_EQ(test, err, 0);
+}
+
 /*
  * The time bound completes the generations that have expired and leaves
  * the newer ones pending (and is armed for them).  max_age_ms is raised
@@ -925,10 +941,10 @@ static void migrc_batch_keys_test(struct kunit *test)
 static void migrc_batch_expire_test(struct kunit *test)
 {
 	struct migrc_batch_test *t = test->priv;
-	unsigned int saved = READ_ONCE(migrc_max_age_ms);
 	unsigned long age, before, first, second, cut;
 	struct migrc_batch *outer;
 
+	migrc_test_save_age(test);
 	WRITE_ONCE(migrc_max_age_ms, 10000);
 	age = msecs_to_jiffies(10000);
 	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
@@ -957,7 +973,6 @@ static void migrc_batch_expire_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, migrc_pending());
 
 	migrc_batch_close(outer);
-	WRITE_ONCE(migrc_max_age_ms, saved);
 }
 
 /*
@@ -968,13 +983,13 @@ static void migrc_batch_expire_test(struct kunit *test)
 static void migrc_batch_lower_age_test(struct kunit *test)
 {
 	struct migrc_batch_test *t = test->priv;
-	unsigned int saved = READ_ONCE(migrc_max_age_ms);
 	struct migrc_batch *outer;
 	unsigned long gen;
 	int ms = 0;
 
 	/* Nothing pending: the commit below arms the timeout, for 10 s. */
 	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	migrc_test_save_age(test);
 	WRITE_ONCE(migrc_max_age_ms, 10000);
 	outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
 	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
@@ -991,7 +1006,6 @@ static void migrc_batch_lower_age_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE_MSG(test, migrc_gen_covers(migrc_test_done(), gen),
 			      "pending %d ms after max_age_ms was lowered to 10",
 			      ms);
-	migrc_set_max_age_ms(saved);
 }
 
 static struct kunit_case migrc_batch_test_cases[] = {
