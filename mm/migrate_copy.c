@@ -16,6 +16,9 @@
 
 #define pr_fmt(fmt) "migrate_copy: " fmt
 
+#include <linux/completion.h>
+#include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/fault-inject.h>
 #include <linux/highmem.h>
 #include <linux/kobject.h>
@@ -23,6 +26,7 @@
 #include <linux/migrate_copy.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/refcount.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/srcu.h>
@@ -40,6 +44,9 @@
 #define MIGRATE_COPY_MAX_THREADS	32
 /* A thread is only worth its wakeup for at least this many pages. */
 #define MIGRATE_COPY_MIN_THREAD_PAGES	16
+/* Chunks of a pulled copy: see migrate_copy_chunk_pages(). */
+#define MIGRATE_COPY_CHUNKS_PER_CPU	4
+#define MIGRATE_COPY_MAX_CHUNK_PAGES	(1UL << (PMD_SHIFT - PAGE_SHIFT))
 
 DEFINE_STATIC_KEY_FALSE(migrate_copy_key);
 
@@ -104,44 +111,31 @@ static struct migrate_copy_backend serial_backend = {
 	.copy = serial_copy,
 };
 
-unsigned int migrate_copy_split(const unsigned int *item_pages,
-				unsigned int nr_items, unsigned int threads,
-				unsigned long *ends)
+/**
+ * migrate_copy_chunk_pages - pages per chunk of a pulled batch copy
+ * @nr_pages: pages in the batch
+ * @nr_cpus: CPUs that will pull chunks, the caller included
+ *
+ * About four chunks per CPU, so that a CPU that copies more slowly (across
+ * the interconnect, or interrupted) leaves its share to the others; never
+ * below MIGRATE_COPY_MIN_THREAD_PAGES, where one claim (an atomic on a
+ * shared line) would no longer be small next to the copy; never above one
+ * PMD-sized folio, which bounds how long a helper stalled in the middle of
+ * its chunk can hold up the batch.  Pure, for KUnit.
+ *
+ * Return: the chunk size in pages, at least 1.
+ */
+unsigned long migrate_copy_chunk_pages(unsigned long nr_pages,
+				       unsigned int nr_cpus)
 {
-	unsigned long total = 0, prev = 0;
-	unsigned int i, t, n = 0;
+	unsigned long chunk;
 
-	for (i = 0; i < nr_items; i++)
-		total += item_pages[i];
-	if (!total || !threads)
-		return 0;
-	threads = min_t(unsigned long, threads, total);
-
-	for (t = 1; t <= threads; t++) {
-		unsigned long end = total * t / threads;
-
-		/* Enough folios: whole folios per thread. */
-		if (nr_items >= threads && t < threads) {
-			unsigned long acc = 0;
-
-			for (i = 0; i < nr_items; i++) {
-				if (acc + item_pages[i] > end)
-					break;
-				acc += item_pages[i];
-			}
-			/* Round to the nearer folio boundary. */
-			if (i < nr_items && end - acc > acc + item_pages[i] - end)
-				acc += item_pages[i];
-			end = acc;
-		}
-		if (end > prev) {
-			ends[n++] = end;
-			prev = end;
-		}
-	}
-	return n;
+	chunk = DIV_ROUND_UP(nr_pages, MIGRATE_COPY_CHUNKS_PER_CPU *
+					 max(nr_cpus, 1U));
+	return clamp(chunk, (unsigned long)MIGRATE_COPY_MIN_THREAD_PAGES,
+		     (unsigned long)MIGRATE_COPY_MAX_CHUNK_PAGES);
 }
-EXPORT_SYMBOL_IF_KUNIT(migrate_copy_split);
+EXPORT_SYMBOL_IF_KUNIT(migrate_copy_chunk_pages);
 
 unsigned int migrate_copy_pick_cpus(const struct cpumask *candidates,
 				    const struct cpumask *idle,
@@ -176,22 +170,147 @@ static int cpu_llc_id(unsigned int cpu)
 	return cpumask_first(cpu_coregroup_mask(cpu));
 }
 
-struct mt_chunk {
-	struct work_struct work;
+/*
+ * A batch copied by several CPUs.  The pages, numbered across the batch's
+ * folios, are claimed a chunk at a time from @next by the caller and by
+ * every helper that gets to run (pull), rather than cut into one fixed
+ * range per CPU: a chunk no helper has claimed is copied by whichever CPU
+ * is free, so a helper that is slow to start, or stalls, holds up the batch
+ * by at most the chunk it holds.  The caller waits only for @done to reach
+ * @nr_pages, never for a helper that holds no chunk; such a helper may run
+ * after the caller has returned, so this is reference counted and a helper
+ * touches the job only through a chunk it claimed.
+ */
+struct mt_copy_ctl {
 	struct migrate_copy_job *job;
-	unsigned long start, end;
-	int err;
-	u64 ns;
+	unsigned long nr_pages;
+	unsigned long chunk;
+	atomic_long_t next;		/* first page of the next chunk */
+	atomic_long_t done;		/* pages copied (or failed) */
+	atomic64_t cpu_ns;		/* time spent copying, all CPUs */
+	atomic_t threads;		/* CPUs that copied a chunk */
+	atomic_t err;			/* the first error */
+	struct completion all_done;
+	refcount_t ref;			/* the caller and each queued helper */
+	struct mt_helper {
+		struct work_struct work;
+		struct mt_copy_ctl *ctl;
+	} helpers[];
 };
 
-static void mt_chunk_fn(struct work_struct *work)
+static void mt_copy_put(struct mt_copy_ctl *ctl)
 {
-	struct mt_chunk *c = container_of(work, struct mt_chunk, work);
-	u64 t0 = ktime_get_ns();
-
-	c->err = copy_range(c->job, c->start, c->end);
-	c->ns = ktime_get_ns() - t0;
+	if (refcount_dec_and_test(&ctl->ref))
+		kfree(ctl);
 }
+
+/* Copy chunks until none is left; false if there was none to copy. */
+static bool mt_pull(struct mt_copy_ctl *ctl)
+{
+	bool counted = false;
+	unsigned long start;
+
+	while ((start = atomic_long_fetch_add(ctl->chunk, &ctl->next)) <
+	       ctl->nr_pages) {
+		unsigned long end = min(start + ctl->chunk, ctl->nr_pages);
+		u64 t0 = ktime_get_ns();
+		int err = copy_range(ctl->job, start, end);
+
+		if (err)
+			atomic_cmpxchg(&ctl->err, 0, err);
+		atomic64_add(ktime_get_ns() - t0, &ctl->cpu_ns);
+		if (!counted) {
+			atomic_inc(&ctl->threads);
+			counted = true;
+		}
+		/* The last chunk to finish releases the caller. */
+		if (atomic_long_add_return(end - start, &ctl->done) ==
+		    ctl->nr_pages)
+			complete(&ctl->all_done);
+	}
+	return counted;
+}
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+/* debugfs fail_migrate_copy/helper_stall_ms, see below. */
+static u32 helper_stall_ms;
+
+/* A helper delayed as if its CPU had been taken away (preempted vCPU). */
+static void mt_helper_stall(void)
+{
+	u32 ms = READ_ONCE(helper_stall_ms);
+
+	if (ms)
+		msleep(min(ms, 10000U));
+}
+#else
+static inline void mt_helper_stall(void) { }
+#endif
+
+static void mt_helper_fn(struct work_struct *work)
+{
+	struct mt_helper *h = container_of(work, struct mt_helper, work);
+	struct mt_copy_ctl *ctl = h->ctl;
+
+	mt_helper_stall();
+	/* Started after the others had copied everything. */
+	if (!mt_pull(ctl))
+		count_vm_event(PGMIGRATE_COPY_HELPER_LATE);
+	mt_copy_put(ctl);
+}
+
+/**
+ * migrate_copy_mt_on - copy a job on the caller and on given helper CPUs
+ * @job: the batch
+ * @cpus: the helpers' CPUs
+ * @nr_cpus: how many
+ *
+ * The caller and the helpers pull chunks until none is left; the caller
+ * returns when every page is copied.  Sets @job->threads and ->cpu_ns.
+ *
+ * Return: 0, the first copy error, or -ENOMEM (nothing copied) if the
+ * control block cannot be allocated.
+ */
+int migrate_copy_mt_on(struct migrate_copy_job *job, const unsigned int *cpus,
+		       unsigned int nr_cpus)
+{
+	struct mt_copy_ctl *ctl;
+	unsigned int i;
+	int err;
+
+	ctl = kzalloc(struct_size(ctl, helpers, nr_cpus),
+		      GFP_NOWAIT | __GFP_NOWARN);
+	if (!ctl)
+		return -ENOMEM;
+	ctl->job = job;
+	ctl->nr_pages = job->nr_pages;
+	ctl->chunk = migrate_copy_chunk_pages(job->nr_pages, nr_cpus + 1);
+	init_completion(&ctl->all_done);
+	refcount_set(&ctl->ref, nr_cpus + 1);
+	for (i = 0; i < nr_cpus; i++) {
+		ctl->helpers[i].ctl = ctl;
+		INIT_WORK(&ctl->helpers[i].work, mt_helper_fn);
+		queue_work_on(cpus[i], system_highpri_wq, &ctl->helpers[i].work);
+	}
+
+	mt_pull(ctl);
+	/* Helpers that never started: their chunks are copied already. */
+	for (i = 0; i < nr_cpus; i++) {
+		if (cancel_work(&ctl->helpers[i].work)) {
+			count_vm_event(PGMIGRATE_COPY_HELPER_LATE);
+			mt_copy_put(ctl);
+		}
+	}
+	/* Those that did: only for the chunks they hold. */
+	wait_for_completion(&ctl->all_done);
+
+	job->threads = atomic_read(&ctl->threads);
+	job->cpu_ns = atomic64_read(&ctl->cpu_ns);
+	err = atomic_read(&ctl->err);
+	mt_copy_put(ctl);
+	return err;
+}
+EXPORT_SYMBOL_IF_KUNIT(migrate_copy_mt_on);
 
 /* The node whose CPUs copy, from the policy and what has CPUs. */
 static int copy_node(struct migrate_copy_job *job)
@@ -211,12 +330,9 @@ static int copy_node(struct migrate_copy_job *job)
 static int mt_copy(struct migrate_copy_job *job)
 {
 	unsigned int cpus[MIGRATE_COPY_MAX_THREADS];
-	unsigned long ends[MIGRATE_COPY_MAX_THREADS];
-	unsigned int *item_pages, want, nr_cpus, nr, i;
+	unsigned int want, nr_cpus, i;
 	cpumask_var_t cand, idle;
-	struct mt_chunk *chunks;
-	int nid, cpu, err = 0;
-	u64 t0;
+	int nid, cpu, err;
 
 	/*
 	 * Reclaim (demotion) and compaction run PF_MEMALLOC: waiting there for
@@ -267,42 +383,8 @@ static int mt_copy(struct migrate_copy_job *job)
 	if (!nr_cpus)
 		return serial_copy(job);
 
-	item_pages = kmalloc_array(job->nr_items, sizeof(*item_pages),
-				   GFP_NOWAIT | __GFP_NOWARN);
-	chunks = kcalloc(nr_cpus, sizeof(*chunks), GFP_NOWAIT | __GFP_NOWARN);
-	if (!item_pages || !chunks) {
-		kfree(item_pages);
-		kfree(chunks);
-		return serial_copy(job);
-	}
-	for (i = 0; i < job->nr_items; i++)
-		item_pages[i] = job->items[i].nr_pages;
-	nr = migrate_copy_split(item_pages, job->nr_items, nr_cpus + 1, ends);
-	kfree(item_pages);
-
-	/* Ranges 1.. go to the helpers, range 0 is the caller's own. */
-	for (i = 1; i < nr; i++) {
-		struct mt_chunk *c = &chunks[i - 1];
-
-		c->job = job;
-		c->start = ends[i - 1];
-		c->end = ends[i];
-		INIT_WORK(&c->work, mt_chunk_fn);
-		queue_work_on(cpus[i - 1], system_highpri_wq, &c->work);
-	}
-	t0 = ktime_get_ns();
-	err = copy_range(job, 0, ends[0]);
-	job->cpu_ns = ktime_get_ns() - t0;
-	for (i = 1; i < nr; i++) {
-		struct mt_chunk *c = &chunks[i - 1];
-
-		flush_work(&c->work);
-		err = err ?: c->err;
-		job->cpu_ns += c->ns;
-	}
-	job->threads = nr;
-	kfree(chunks);
-	return err;
+	err = migrate_copy_mt_on(job, cpus, nr_cpus);
+	return err == -ENOMEM ? serial_copy(job) : err;
 }
 
 static struct migrate_copy_backend mt_backend = {
@@ -392,10 +474,21 @@ static bool copy_should_fail(void)
 	return should_fail(&fail_migrate_copy, 1);
 }
 
+/*
+ * fail_migrate_copy/helper_stall_ms: every mt helper sleeps this long
+ * before it claims its first chunk, as a vCPU the host has preempted or a
+ * CPU an interrupt storm holds would; 0 (the default) is off.  The pulled
+ * copy must then finish about as fast as the serial one.
+ */
 static void __init copy_fault_init(void)
 {
-	fault_create_debugfs_attr("fail_migrate_copy", NULL,
-				  &fail_migrate_copy);
+	struct dentry *dir;
+
+	dir = fault_create_debugfs_attr("fail_migrate_copy", NULL,
+					&fail_migrate_copy);
+	if (!IS_ERR(dir))
+		debugfs_create_u32("helper_stall_ms", 0600, dir,
+				   &helper_stall_ms);
 }
 #else
 static inline bool copy_should_fail(void) { return false; }

@@ -1,64 +1,82 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * KUnit tests for the batched migration copy: how a batch is split among
- * CPUs, and which CPUs are chosen.
+ * KUnit tests for the batched migration copy: how a batch is cut into
+ * chunks, that a pulled copy copies every page, and which CPUs are chosen.
  */
 #include <kunit/test.h>
 #include <kunit/visibility.h>
 #include <linux/cpumask.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
 #include <linux/migrate_copy.h>
 
 #include "internal.h"
 
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 
-static void split_whole_folios_test(struct kunit *test)
+static void chunk_size_test(struct kunit *test)
 {
-	/* Many small folios: whole folios per thread, balanced. */
-	unsigned int pages[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
-	unsigned long ends[4];
-
-	KUNIT_ASSERT_EQ(test, migrate_copy_split(pages, 8, 4, ends), 4U);
-	KUNIT_EXPECT_EQ(test, ends[0], 2UL);
-	KUNIT_EXPECT_EQ(test, ends[1], 4UL);
-	KUNIT_EXPECT_EQ(test, ends[2], 6UL);
-	KUNIT_EXPECT_EQ(test, ends[3], 8UL);
+	/* About four chunks per CPU, the caller counted. */
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(2048, 2), 256UL);
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(1024, 4), 64UL);
+	/* Never more than one PMD-sized folio: bounds a stalled helper. */
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(32768, 2),
+			1UL << (PMD_SHIFT - PAGE_SHIFT));
+	/* Never less than a thread's minimum, whatever the split. */
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(32, 32), 16UL);
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(1, 0), 16UL);
 }
 
-static void split_mixed_test(struct kunit *test)
+/*
+ * The pulled copy copies every page of a batch of mixed folio sizes once,
+ * whether the helpers get to run or not.
+ */
+static void pull_copies_every_page_test(struct kunit *test)
 {
-	/* 512 + 1 + 1 + 512 pages on 2 threads: cut at a folio boundary. */
-	unsigned int pages[4] = { 512, 1, 1, 512 };
-	unsigned long ends[2];
+	static const unsigned int orders[] = { 0, 3, 0, 0, 4, 0, 2 };
+	struct migrate_copy_item items[ARRAY_SIZE(orders)];
+	struct migrate_copy_job job = { .items = items };
+	unsigned int cpus[2], nr_cpus = 0, cpu, i, p;
+	int self = raw_smp_processor_id();
 
-	KUNIT_ASSERT_EQ(test, migrate_copy_split(pages, 4, 2, ends), 2U);
-	KUNIT_EXPECT_TRUE(test, ends[0] == 512 || ends[0] == 513 || ends[0] == 514);
-	KUNIT_EXPECT_EQ(test, ends[1], 1026UL);
-}
+	for_each_online_cpu(cpu)
+		if (cpu != self && nr_cpus < ARRAY_SIZE(cpus))
+			cpus[nr_cpus++] = cpu;
 
-static void split_large_folio_test(struct kunit *test)
-{
-	/* One 2 MB folio on 4 threads: split inside it, evenly. */
-	unsigned int pages[1] = { 512 };
-	unsigned long ends[4];
+	for (i = 0; i < ARRAY_SIZE(orders); i++) {
+		struct folio *src = folio_alloc(GFP_KERNEL, orders[i]);
+		struct folio *dst = folio_alloc(GFP_KERNEL, orders[i]);
 
-	KUNIT_ASSERT_EQ(test, migrate_copy_split(pages, 1, 4, ends), 4U);
-	KUNIT_EXPECT_EQ(test, ends[0], 128UL);
-	KUNIT_EXPECT_EQ(test, ends[1], 256UL);
-	KUNIT_EXPECT_EQ(test, ends[2], 384UL);
-	KUNIT_EXPECT_EQ(test, ends[3], 512UL);
-}
+		KUNIT_ASSERT_NOT_NULL(test, src);
+		KUNIT_ASSERT_NOT_NULL(test, dst);
+		items[i] = (struct migrate_copy_item) {
+			.src = src, .dst = dst, .nr_pages = folio_nr_pages(src),
+		};
+		for (p = 0; p < items[i].nr_pages; p++) {
+			memset_page(folio_page(src, p), 0, 0x10 + job.nr_pages, PAGE_SIZE);
+			memset_page(folio_page(dst, p), 0, 0, PAGE_SIZE);
+			job.nr_pages++;
+		}
+		job.nr_items++;
+	}
 
-static void split_degenerate_test(struct kunit *test)
-{
-	unsigned int pages[2] = { 1, 1 };
-	unsigned long ends[8];
+	KUNIT_EXPECT_EQ(test, migrate_copy_mt_on(&job, cpus, nr_cpus), 0);
+	KUNIT_EXPECT_GE(test, job.threads, 1U);
+	KUNIT_EXPECT_LE(test, job.threads, nr_cpus + 1);
 
-	/* More threads than pages: one page each, no empty range. */
-	KUNIT_EXPECT_EQ(test, migrate_copy_split(pages, 2, 8, ends), 2U);
-	KUNIT_EXPECT_EQ(test, ends[1], 2UL);
-	KUNIT_EXPECT_EQ(test, migrate_copy_split(pages, 0, 4, ends), 0U);
-	KUNIT_EXPECT_EQ(test, migrate_copy_split(pages, 2, 0, ends), 0U);
+	for (i = 0; i < job.nr_items; i++) {
+		for (p = 0; p < items[i].nr_pages; p++) {
+			void *s = kmap_local_folio(items[i].src, p * PAGE_SIZE);
+			void *d = kmap_local_folio(items[i].dst, p * PAGE_SIZE);
+
+			KUNIT_EXPECT_EQ_MSG(test, memcmp(s, d, PAGE_SIZE), 0,
+					    "item %u page %u not copied", i, p);
+			kunmap_local(d);
+			kunmap_local(s);
+		}
+		folio_put(items[i].src);
+		folio_put(items[i].dst);
+	}
 }
 
 /* CPUs 0-3 share one LLC, 4-7 another. */
@@ -103,10 +121,8 @@ static void pick_spreads_llc_test(struct kunit *test)
 }
 
 static struct kunit_case migrate_copy_cases[] = {
-	KUNIT_CASE(split_whole_folios_test),
-	KUNIT_CASE(split_mixed_test),
-	KUNIT_CASE(split_large_folio_test),
-	KUNIT_CASE(split_degenerate_test),
+	KUNIT_CASE(chunk_size_test),
+	KUNIT_CASE(pull_copies_every_page_test),
 	KUNIT_CASE(pick_spreads_llc_test),
 	{}
 };

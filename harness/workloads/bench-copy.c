@@ -1330,6 +1330,82 @@ static void print_spread(const char *what, const double *v, int n)
 }
 
 /*
+ * The kernel's own copy ceiling (debugfs migrate_copy/ceiling, with
+ * CONFIG_MIGRATE_COPY_CEILING): the same number and size of folios copied
+ * from node A to node B on one CPU, and on every CPU of the guest, with
+ * nothing of a migration around it.  Migration's copy phase is reported
+ * as a fraction of it.
+ */
+#define CEILING		"/sys/kernel/debug/migrate_copy/ceiling"
+
+/* GB/s on 1 CPU and on all CPUs; false if there is no ceiling file. */
+static bool ceiling_measure(bool thp, unsigned long nr, double *one,
+			    double *all, unsigned int *cpus)
+{
+	unsigned long long bytes, serial_ns, parallel_ns;
+	char req[96], res[512], *p;
+
+	if (access(CEILING, W_OK))
+		return false;
+	snprintf(req, sizeof(req), "%lu %d %d %d", nr, thp ? 9 : 0, opt.from,
+		 opt.to);
+	if (write_file(CEILING, req) || read_file(CEILING, res, sizeof(res)))
+		return false;
+	p = strstr(res, "bytes=");
+	if (!p || sscanf(p, "bytes=%llu", &bytes) != 1 ||
+	    !(p = strstr(res, "serial_ns=")) ||
+	    sscanf(p, "serial_ns=%llu cpus=%u", &serial_ns, cpus) != 2 ||
+	    !(p = strstr(res, "parallel_ns=")) ||
+	    sscanf(p, "parallel_ns=%llu", &parallel_ns) != 1 ||
+	    !serial_ns || !parallel_ns)
+		return false;
+	*one = (double)bytes / serial_ns;
+	*all = (double)bytes / parallel_ns;
+	return true;
+}
+
+/* The copy-phase ratio mt:2/serial of the largest THP batch measured. */
+static struct {
+	unsigned long nr;
+	bool have;
+	struct spread sp;
+} thp_speedup;
+
+/*
+ * The ceiling's own spread, and each column's copy phase per round as a
+ * fraction of the ceiling with as many CPUs as the column may use: one
+ * for serial and mt:1, all of them for the others.
+ */
+static void print_ceiling(const char *size, unsigned long nr,
+			  const struct list *cols,
+			  double copy[][MAX_REPEAT], const double *ceil1,
+			  const double *ceiln, unsigned int cpus)
+{
+	double frac[MAX_REPEAT];
+	char name[32], what[64];
+	struct spread sp;
+	int c, r, n;
+
+	print_spread("ceiling, 1 CPU", ceil1, opt.interleave);
+	snprintf(what, sizeof(what), "ceiling, %u CPUs", cpus);
+	print_spread(what, ceiln, opt.interleave);
+	for (c = 0; c < cols->n; c++) {
+		const char *cn = col_name(cols->v[c], name, sizeof(name));
+		bool one = !strcmp(cols->v[c], "serial") ||
+			   !strcmp(cols->v[c], "1");
+
+		for (n = 0, r = 0; r < opt.interleave; r++)
+			if (copy[c][r] > 0)
+				frac[n++] = copy[c][r] / (one ? ceil1[r] : ceiln[r]);
+		if (n < 2)
+			continue;
+		sp = spread_of(frac, n);
+		printf("ceiling: %s x %lu %s copy phase / %u-CPU ceiling %.3f (95%% CI %.3f-%.3f)\n",
+		       size, nr, cn, one ? 1 : cpus, sp.med, sp.lo, sp.hi);
+	}
+}
+
+/*
  * One batch size: every column once per round, the order rotated by one
  * and reversed every other round, so that no column always runs first
  * or right after the same one.  Ratios are taken within a round, where
@@ -1339,6 +1415,9 @@ static int interleave_point(bool thp, unsigned long nr, const struct list *cols)
 {
 	static double move[MAX_LIST][MAX_REPEAT], copy[MAX_LIST][MAX_REPEAT];
 	static unsigned int thr[MAX_LIST][MAX_REPEAT];
+	static double ceil1[MAX_REPEAT], ceiln[MAX_REPEAT];
+	unsigned int ceil_cpus = 0;
+	bool have_ceil = true;
 	const char *size = thp ? "2m" : "4k";
 	int ref = 0, r, k, c, n, nc = cols->n;
 	double ratio[MAX_REPEAT];
@@ -1373,6 +1452,8 @@ static int interleave_point(bool thp, unsigned long nr, const struct list *cols)
 				     phase.bytes / phase.ns : 0;
 			thr[c][r] = phase.threads;
 		}
+		have_ceil = have_ceil &&
+			    ceiling_measure(thp, nr, &ceil1[r], &ceiln[r], &ceil_cpus);
 	}
 	measured++;
 	printf("\ninterleaved %s x %lu (%lu MB), %d rounds%s; GB/s per round, "
@@ -1426,7 +1507,18 @@ static int interleave_point(bool thp, unsigned long nr, const struct list *cols)
 		       size, nr, cn, cols->v[ref], sp.med, sp.lo, sp.hi,
 		       sp.lo > 1.0 ? "faster" : sp.hi < 1.0 ? "slower" :
 		       "no difference shown");
+		if (thp && !strcmp(cols->v[c], "2") && nr >= thp_speedup.nr &&
+		    !strcmp(cols->v[ref], "serial")) {
+			thp_speedup.nr = nr;
+			thp_speedup.sp = sp;
+			thp_speedup.have = true;
+		}
 	}
+	if (have_ceil)
+		print_ceiling(size, nr, cols, copy, ceil1, ceiln, ceil_cpus);
+	else
+		printf("  ceiling: n/a (no %s: a kernel without CONFIG_MIGRATE_COPY_CEILING?)\n",
+		       CEILING);
 	return 0;
 }
 
@@ -1469,6 +1561,10 @@ static int run_interleaved(const struct list *cols)
 	restore_knobs();
 	if (rc)
 		return rc;
+	if (thp_speedup.have)
+		printf("thp copy-phase speedup at 2 threads: %.2fx [%.2f, %.2f] (%lu THPs, median of per-round mt:2/serial, bootstrap 95%% interval)\n",
+		       thp_speedup.sp.med, thp_speedup.sp.lo, thp_speedup.sp.hi,
+		       thp_speedup.nr);
 	return measured ? 0 : EXIT_SKIPPED;
 }
 

@@ -30,6 +30,9 @@
  *                     one at the threshold is
  *   copy.mt_threads   the mt backend uses helper CPUs only where the
  *                     caller may run, and only copy_threads of them
+ *   copy.stalled_helper  helpers that stall before their first chunk
+ *                     (debugfs fail_migrate_copy/helper_stall_ms) do not
+ *                     hold up the batch: mt:2 stays within 1.2x of serial
  *
  * Everything needs root and a kernel with /sys/kernel/mm/migrate/; all but
  * the knobs test need two NUMA nodes with memory.  Each test restores the
@@ -86,6 +89,7 @@
 #define FAIL_DIR		"/sys/kernel/debug/fail_migrate_copy"
 #define FAIL_NEXT		FAIL_DIR "/times"
 #define FAIL_PROB		FAIL_DIR "/probability"
+#define FAIL_STALL		FAIL_DIR "/helper_stall_ms"
 #define NUMA_BALANCING		"/proc/sys/kernel/numa_balancing"
 #define THP_ENABLED		"/sys/kernel/mm/transparent_hugepage/enabled"
 
@@ -728,18 +732,22 @@ FIXTURE(copy)
 {
 	struct knobs saved;
 	bool have_saved;
+	bool stall_set;
 	struct membuf b;
 };
 
 FIXTURE_SETUP(copy)
 {
 	self->b.memfd = -1;
+	self->stall_set = false;
 	copy_setup_common(_metadata, &self->saved, &self->have_saved,
 			  strcmp(_metadata->name, "knobs") != 0);
 }
 
 FIXTURE_TEARDOWN(copy)
 {
+	if (self->stall_set)
+		knob_write(FAIL_STALL, "0");
 	if (self->have_saved)
 		restore_knobs(&self->saved);
 	membuf_free(&self->b);
@@ -1102,6 +1110,87 @@ TEST_F_TIMEOUT(copy, mt_threads, TIMEOUT)
 	EXPECT_TRUE(helped)
 		TH_LOG("mt never used the idle CPU of the other node in %d tries", i);
 	ASSERT_DATA(&self->b);
+}
+
+#define STALL_MS		"500"	/* per helper: a vCPU taken away */
+#define STALL_THPS		8	/* batches of one THP each */
+#define STALL_ROUNDS		5
+#define STALL_BOUND		1.2	/* stalled mt / serial, the issue's */
+
+/* Seconds for a round trip of the buffer, node 0 -> 1 -> 0. */
+static double round_trip(struct __test_metadata *_metadata, struct membuf *b)
+{
+	double t0 = now_s();
+
+	move_all(_metadata, b, 1);
+	move_all(_metadata, b, 0);
+	return now_s() - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A helper that is chosen while idle and then kept from running (a
+ * preempted vCPU, an interrupt storm) must not hold up the batch: the
+ * caller copies the chunks the helper never claimed, and does not wait
+ * for a helper that holds none.  fail_migrate_copy/helper_stall_ms makes
+ * every helper sleep before its first chunk; mt with two threads must
+ * then stay within STALL_BOUND of the serial copy, rounds interleaved.
+ * Waiting for every helper, as a fixed split per CPU does, takes at
+ * least STALL_THPS x 500 ms per move instead.
+ */
+TEST_F_TIMEOUT(copy, stalled_helper, TIMEOUT)
+{
+	double serial[STALL_ROUNDS], stalled[STALL_ROUNDS], ratio;
+	int cpu0 = cpu_of_node(0), cpu1 = cpu_of_node(1), both[2], r;
+	long long late0, late1;
+	int ret;
+
+	if (access(FAIL_STALL, R_OK | W_OK))
+		SKIP(return, "no " FAIL_STALL " (debugfs, or a kernel without the pulled copy)");
+	if (cpu0 < 0 || cpu1 < 0)
+		SKIP(return, "needs CPUs on node 0 and node 1");
+	ret = membuf_init(&self->b, MEM_THP, 0, STALL_THPS);
+	if (ret == 1)
+		SKIP(return, "no THP");
+	ASSERT_EQ(0, ret);
+	both[0] = cpu0;
+	both[1] = cpu1;
+	ASSERT_EQ(0, pin_self(cpu0));
+	ASSERT_EQ(0, pin_set(both, 2));
+	ASSERT_EQ(0, knob_write(K_MIN_PAGES, "1"));
+	ASSERT_EQ(0, knob_write(K_THREADS, "2"));
+	ASSERT_EQ(0, knob_write(K_POLICY, "auto"));
+	ASSERT_EQ(0, knob_write(FAIL_STALL, STALL_MS));
+	self->stall_set = true;
+	move_all(_metadata, &self->b, 0);
+
+	late0 = read_vmstat("pgmigrate_copy_helper_late");
+	for (r = 0; r < STALL_ROUNDS; r++) {
+		ASSERT_EQ(0, knob_write(K_BACKEND, "serial"));
+		serial[r] = round_trip(_metadata, &self->b);
+		ASSERT_EQ(0, knob_write(K_BACKEND, "mt"));
+		stalled[r] = round_trip(_metadata, &self->b);
+	}
+	late1 = read_vmstat("pgmigrate_copy_helper_late");
+	ASSERT_DATA(&self->b);
+
+	qsort(serial, STALL_ROUNDS, sizeof(double), cmp_double);
+	qsort(stalled, STALL_ROUNDS, sizeof(double), cmp_double);
+	ratio = stalled[STALL_ROUNDS / 2] / serial[STALL_ROUNDS / 2];
+	TH_LOG("round trip of %d THPs, median of %d: serial %.3f s, mt:2 with every helper stalled %s ms %.3f s (%.2fx); %lld helpers late",
+	       STALL_THPS, STALL_ROUNDS, serial[STALL_ROUNDS / 2], STALL_MS,
+	       stalled[STALL_ROUNDS / 2], ratio, late1 - late0);
+	/* The helpers were asked, and came too late: the stall happened. */
+	ASSERT_GE(late1 - late0, 1)
+		TH_LOG("no helper was ever queued: the test measured nothing");
+	EXPECT_LE(ratio, STALL_BOUND)
+		TH_LOG("a stalled helper held up the batch");
 }
 
 /* ======================================================================== */
