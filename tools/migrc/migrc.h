@@ -50,6 +50,27 @@ bool parse_u64(const char *s, const char **end, uint64_t *out);
 bool parse_i64(const char *s, const char **end, int64_t *out);
 double now_mono(void);
 
+/*
+ * The values of one quantity, for an exact median: a growable array of up
+ * to SAMPLES_MAX values (or @max, if set).  Past that, a reservoir sample
+ * of that size (Algorithm R, fixed seed): memory stays bounded and the
+ * median becomes an estimate, which @seen > @n tells.
+ */
+#define SAMPLES_MAX		(1U << 20)
+
+struct samples {
+	uint64_t *v;
+	size_t n, cap;
+	size_t max;		/* 0: SAMPLES_MAX */
+	uint64_t seen;		/* values offered */
+	uint64_t rng;
+};
+
+void samples_add(struct samples *s, uint64_t v);
+bool samples_exact(const struct samples *s);
+bool samples_median(const struct samples *s, uint64_t *out);
+void samples_free(struct samples *s);
+
 /* A named counter; valid == false means "absent / not supported". */
 struct ctr {
 	char name[NAMELEN];
@@ -338,6 +359,53 @@ struct trace_reason {
 	uint64_t cpus;
 };
 
+/* mm_migrate_batch: one event per migrate_pages_batch() call. */
+enum batch_phase { BATCH_UNMAP, BATCH_FLUSH, BATCH_COPY, BATCH_MOVE, NR_BATCH_PHASES };
+
+/* Its numeric fields; the phases are in enum batch_phase order. */
+enum batch_field {
+	BF_FOLIOS, BF_MOVED, BF_BYTES, BF_COPIED,
+	BF_UNMAP, BF_FLUSH, BF_COPY, BF_MOVE, BF_FIRST_USABLE,
+	NR_BATCH_FIELDS
+};
+
+#define NR_BATCH_BUCKETS	33	/* log2 buckets of nr_folios, an unsigned int */
+#define NR_BATCH_REASONS	16
+
+struct batch_totals {
+	uint64_t batches;
+	uint64_t folios;		/* that reached the move step */
+	uint64_t moved;
+	uint64_t bytes;
+	uint64_t phase_ns[NR_BATCH_PHASES];
+};
+
+struct batch_reason {
+	char name[NAMELEN];
+	struct batch_totals t;
+};
+
+struct batch_stats {
+	struct batch_totals all;
+	uint64_t copied;		/* batches the batched copy ran in */
+	uint64_t skipped;		/* events missing a field, ignored */
+	uint64_t first_usable_max;
+	uint64_t size_count[NR_BATCH_BUCKETS];
+	struct samples phase[NR_BATCH_PHASES];
+	struct samples first_usable;	/* of the batches that moved a folio */
+	int nreasons;
+	struct batch_reason reasons[NR_BATCH_REASONS];
+};
+
+/* The medians of a struct batch_stats; false: no value to take one of. */
+struct batch_medians {
+	bool exact;
+	bool has_phase;
+	uint64_t phase_ns[NR_BATCH_PHASES];
+	bool has_first_usable;
+	uint64_t first_usable_ns;
+};
+
 struct trace_stats {
 	uint64_t lines;
 	uint64_t unparsed;
@@ -350,11 +418,15 @@ struct trace_stats {
 	struct trace_reason reasons[32];
 	uint64_t age_count[NR_AGE_BUCKETS];
 	uint64_t age_pages[NR_AGE_BUCKETS];
+	struct batch_stats batch;
 };
 
 int parse_trace_line(const char *line, char *event, size_t evlen,
 		     struct trace_kv *kv, int maxkv);
 void trace_account_line(struct trace_stats *st, const char *line);
+void trace_stats_free(struct trace_stats *st);
+int batch_bucket(uint64_t folios);
+void batch_medians(const struct batch_stats *b, struct batch_medians *out);
 
 /* The recorded events of a parser handle and the fields accounting reads. */
 struct trace_events {
@@ -367,6 +439,11 @@ struct trace_events {
 	struct tep_format_field *defer_pages;
 	int nsyms;			/* reason names of an integer reason */
 	struct tp_sym syms[MAX_SYMS];
+	struct tep_event *batch;	/* NULL unless every field below is there */
+	struct tep_format_field *batch_reason;
+	struct tep_format_field *batch_fields[NR_BATCH_FIELDS];
+	int batch_nsyms;
+	struct tp_sym batch_syms[MAX_SYMS];
 };
 
 void trace_events_init(struct trace_events *te, struct tep_handle *tep);

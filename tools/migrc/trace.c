@@ -3,7 +3,9 @@
  * migrc trace - record the migrc tracepoints (migrc:migrc_defer and
  * migrc:migrc_flush) in a private tracefs instance while a command runs,
  * then print the flush reasons and a log2 histogram of how long pages stayed
- * deferred (the flush event's age_us field).
+ * deferred (the flush event's age_us field).  Where the kernel has it,
+ * migrate:mm_migrate_batch is recorded too: where each migration batch
+ * spent its time (unmap, TLB flush, batched copy, move), per reason.
  *
  * Recording goes through libtracefs (instance, events, raw per-CPU buffers)
  * and libtraceevent (fields of each record, the reason names from the
@@ -30,6 +32,7 @@
 #include "migrc.h"
 
 #define MAX_KV 32
+#define BAR "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@"	/* 40: a full histogram bar */
 
 /* Overridable at build time only to exercise the live path on other events. */
 #ifndef TP_SYSTEM
@@ -40,6 +43,12 @@
 #endif
 #ifndef TP_DEFER
 #define TP_DEFER	"migrc_defer"
+#endif
+#ifndef TP_BATCH_SYSTEM
+#define TP_BATCH_SYSTEM	"migrate"
+#endif
+#ifndef TP_BATCH
+#define TP_BATCH	"mm_migrate_batch"
 #endif
 
 struct trace_opts {
@@ -60,6 +69,11 @@ static void trace_usage(FILE *f)
 	      "and a log2 histogram of the flush age (age_us: how long pages stayed\n"
 	      "deferred).  -i analyses a saved text trace (tracefs \"trace\" file,\n"
 	      "trace_pipe output, or 'trace-cmd report' output) instead.\n"
+	      "\n"
+	      "migrate:mm_migrate_batch is recorded too if the kernel has it: then the\n"
+	      "migration batches are summed up (folios, bytes, time and median per batch\n"
+	      "of the unmap, flush, copy and move phases, how soon the first folio was\n"
+	      "usable, batch sizes), per migration reason if there are several.\n"
 	      "\n"
 	      "  -o, --output FILE    save the raw trace text (can be re-read with -i)\n"
 	      "  -j, --json FILE      write the summary as JSON\n"
@@ -241,6 +255,123 @@ static void account_flush_kv(struct trace_stats *st, const struct trace_kv *kv, 
 	account_flush(st, kv_get(kv, n, "reason"), pages, cpus, has_age, age);
 }
 
+/* ---- migration batches ---- */
+
+/* The name of each enum batch_field: its key in text and its field in a record. */
+static const char *const batch_keys[NR_BATCH_FIELDS] = {
+	[BF_FOLIOS] = "nr_folios",
+	[BF_MOVED] = "nr_moved",
+	[BF_BYTES] = "bytes",
+	[BF_COPIED] = "batch_copied",
+	[BF_UNMAP] = "unmap_ns",
+	[BF_FLUSH] = "flush_ns",
+	[BF_COPY] = "copy_ns",
+	[BF_MOVE] = "move_ns",
+	[BF_FIRST_USABLE] = "first_usable_ns",
+};
+
+static const char *const phase_names[NR_BATCH_PHASES] = {
+	[BATCH_UNMAP] = "unmap",
+	[BATCH_FLUSH] = "flush",
+	[BATCH_COPY] = "copy",
+	[BATCH_MOVE] = "move",
+};
+
+/* log2 bucket of a batch size, as age_bucket(): 0, 1, 2-3, 4-7, ... */
+int batch_bucket(uint64_t folios)
+{
+	int b = age_bucket(folios);
+
+	return b < NR_BATCH_BUCKETS ? b : NR_BATCH_BUCKETS - 1;
+}
+
+static struct batch_reason *batch_reason_slot(struct batch_stats *b, const char *name)
+{
+	struct batch_reason *r;
+	int i;
+
+	for (i = 0; i < b->nreasons; i++)
+		if (!strcmp(b->reasons[i].name, name))
+			return &b->reasons[i];
+	if (b->nreasons == NR_BATCH_REASONS) {
+		r = &b->reasons[NR_BATCH_REASONS - 1];	/* overflow bucket */
+		snprintf(r->name, NAMELEN, "(other)");
+		return r;
+	}
+	r = &b->reasons[b->nreasons++];
+	snprintf(r->name, NAMELEN, "%s", name);
+	return r;
+}
+
+static void batch_totals_add(struct batch_totals *t, const uint64_t *v)
+{
+	int p;
+
+	t->batches++;
+	t->folios += v[BF_FOLIOS];
+	t->moved += v[BF_MOVED];
+	t->bytes += v[BF_BYTES];
+	for (p = 0; p < NR_BATCH_PHASES; p++)
+		t->phase_ns[p] += v[BF_UNMAP + p];
+}
+
+/* One batch, @v indexed by enum batch_field; no @reason: it lacked a field. */
+static void account_batch(struct batch_stats *b, const char *reason, const uint64_t *v)
+{
+	int p;
+
+	if (!reason || !*reason) {
+		b->skipped++;
+		return;
+	}
+	batch_totals_add(&b->all, v);
+	batch_totals_add(&batch_reason_slot(b, reason)->t, v);
+	if (v[BF_COPIED])
+		b->copied++;
+	b->size_count[batch_bucket(v[BF_FOLIOS])]++;
+	for (p = 0; p < NR_BATCH_PHASES; p++)
+		samples_add(&b->phase[p], v[BF_UNMAP + p]);
+	if (!v[BF_MOVED])
+		return;		/* first_usable_ns is 0: nothing became usable */
+	samples_add(&b->first_usable, v[BF_FIRST_USABLE]);
+	if (v[BF_FIRST_USABLE] > b->first_usable_max)
+		b->first_usable_max = v[BF_FIRST_USABLE];
+}
+
+static void account_batch_kv(struct batch_stats *b, const struct trace_kv *kv, int n)
+{
+	const char *reason = kv_get(kv, n, "reason");
+	uint64_t v[NR_BATCH_FIELDS] = { 0 };
+	int i;
+
+	for (i = 0; i < NR_BATCH_FIELDS; i++)
+		if (!kv_u64(kv, n, batch_keys[i], &v[i]))
+			reason = NULL;
+	account_batch(b, reason, v);
+}
+
+void batch_medians(const struct batch_stats *b, struct batch_medians *out)
+{
+	int p;
+
+	memset(out, 0, sizeof(*out));
+	out->exact = samples_exact(&b->first_usable);
+	for (p = 0; p < NR_BATCH_PHASES; p++) {
+		out->has_phase = samples_median(&b->phase[p], &out->phase_ns[p]);
+		out->exact &= samples_exact(&b->phase[p]);
+	}
+	out->has_first_usable = samples_median(&b->first_usable, &out->first_usable_ns);
+}
+
+void trace_stats_free(struct trace_stats *st)
+{
+	int p;
+
+	for (p = 0; p < NR_BATCH_PHASES; p++)
+		samples_free(&st->batch.phase[p]);
+	samples_free(&st->batch.first_usable);
+}
+
 void trace_account_line(struct trace_stats *st, const char *line)
 {
 	struct trace_kv kv[MAX_KV];
@@ -262,15 +393,42 @@ void trace_account_line(struct trace_stats *st, const char *line)
 			st->defer_pages += pages;
 	} else if (!strcmp(event, TP_FLUSH)) {
 		account_flush_kv(st, kv, n);
+	} else if (!strcmp(event, TP_BATCH)) {
+		account_batch_kv(&st->batch, kv, n);
 	}
 }
 
 /* ---- records (libtraceevent) ---- */
 
+/* Its fields, and te->batch = @ev only if none is missing. */
+static void batch_fields_init(struct trace_events *te, struct tep_event *ev)
+{
+	struct tep_format_field *f;
+	int i;
+
+	te->batch_reason = tep_find_field(ev, "reason");
+	if (!te->batch_reason)
+		return;
+	for (i = 0; i < NR_BATCH_FIELDS; i++) {
+		f = tep_find_field(ev, batch_keys[i]);
+		if (!f)
+			return;
+		te->batch_fields[i] = f;
+	}
+	if (!(te->batch_reason->flags & TEP_FIELD_IS_STRING))
+		te->batch_nsyms = tp_symbols(ev, "reason", te->batch_syms, MAX_SYMS);
+	te->batch = ev;
+}
+
 /* Find the recorded events and the fields accounting reads, in @tep. */
 void trace_events_init(struct trace_events *te, struct tep_handle *tep)
 {
+	struct tep_event *batch;
+
 	memset(te, 0, sizeof(*te));
+	batch = tep_find_event_by_name(tep, TP_BATCH_SYSTEM, TP_BATCH);
+	if (batch)
+		batch_fields_init(te, batch);
 	te->flush = tep_find_event_by_name(tep, TP_SYSTEM, TP_FLUSH);
 	te->defer = tep_find_event_by_name(tep, TP_SYSTEM, TP_DEFER);
 	if (te->defer)
@@ -295,29 +453,56 @@ static bool field_u64(struct tep_format_field *f, struct tep_record *rec, uint64
 	return true;
 }
 
-/* The reason's name: the string itself, or the integer's symbolic name. */
-const char *trace_flush_reason(const struct trace_events *te, struct tep_record *rec,
-			       char *buf, size_t len)
+/*
+ * The name of a reason field @f of @ev: the string itself, or the integer's
+ * name from the __print_symbolic() table @syms, else its number.
+ */
+static const char *reason_name(struct tep_event *ev, struct tep_format_field *f,
+			       const struct tp_sym *syms, int nsyms,
+			       struct tep_record *rec, char *buf, size_t len)
 {
 	uint64_t v;
 	char *str;
 	int n = 0;
 
-	if (!te->reason)
+	if (!f)
 		return NULL;
-	if (te->reason->flags & TEP_FIELD_IS_STRING) {
-		str = tep_get_field_raw(NULL, te->flush, "reason", rec, &n, 0);
+	if (f->flags & TEP_FIELD_IS_STRING) {
+		str = tep_get_field_raw(NULL, ev, f->name, rec, &n, 0);
 		snprintf(buf, len, "%.*s", str ? n : 0, str ? str : "");
 		return buf;
 	}
-	if (!field_u64(te->reason, rec, &v))
+	if (!field_u64(f, rec, &v))
 		return NULL;
-	if (te->reason->size == 4 && (te->reason->flags & TEP_FIELD_IS_SIGNED))
+	if (f->size == 4 && (f->flags & TEP_FIELD_IS_SIGNED))
 		v = (int32_t)v;		/* the kernel's "int reason" */
-	if (te->nsyms > 0)
-		return tp_sym_str(te->syms, te->nsyms, (long long)v, buf, len);
+	if (nsyms > 0)
+		return tp_sym_str(syms, nsyms, (long long)v, buf, len);
 	snprintf(buf, len, "%lld", (long long)v);
 	return buf;
+}
+
+/* The migrc_flush reason's name. */
+const char *trace_flush_reason(const struct trace_events *te, struct tep_record *rec,
+			       char *buf, size_t len)
+{
+	return reason_name(te->flush, te->reason, te->syms, te->nsyms, rec, buf, len);
+}
+
+static void account_batch_record(struct batch_stats *b, const struct trace_events *te,
+				 struct tep_record *rec)
+{
+	uint64_t v[NR_BATCH_FIELDS] = { 0 };
+	const char *reason;
+	char buf[NAMELEN];
+	int i;
+
+	reason = reason_name(te->batch, te->batch_reason, te->batch_syms, te->batch_nsyms,
+			     rec, buf, sizeof(buf));
+	for (i = 0; i < NR_BATCH_FIELDS; i++)
+		if (!field_u64(te->batch_fields[i], rec, &v[i]))
+			reason = NULL;
+	account_batch(b, reason, v);
 }
 
 void trace_account_record(struct trace_stats *st, const struct trace_events *te,
@@ -327,6 +512,10 @@ void trace_account_record(struct trace_stats *st, const struct trace_events *te,
 	char buf[NAMELEN];
 	bool has_age;
 
+	if (te->batch && ev == te->batch) {
+		account_batch_record(&st->batch, te, rec);
+		return;
+	}
 	if (ev == te->defer) {
 		st->defer_events++;
 		if (field_u64(te->defer_pages, rec, &pages))
@@ -406,11 +595,135 @@ static void print_histogram(FILE *f, const struct trace_stats *st)
 		fprintf(f, "  %-20s %10llu %12llu |%-40.*s|\n", range,
 			(unsigned long long)st->age_count[b],
 			(unsigned long long)st->age_pages[b], w,
-			"@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@");
+			BAR);
 	}
 	if (st->no_age)
 		fprintf(f, "  (%llu flush events without age_us)\n",
 			(unsigned long long)st->no_age);
+}
+
+static const char *bytes_str(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes < (1ULL << 20))
+		snprintf(buf, len, "%.1f KiB", bytes / 1024.0);
+	else if (bytes < (1ULL << 30))
+		snprintf(buf, len, "%.1f MiB", bytes / (double)(1ULL << 20));
+	else
+		snprintf(buf, len, "%.1f GiB", bytes / (double)(1ULL << 30));
+	return buf;
+}
+
+/* "1", "2-3", "4-7", ...: the batch sizes of a batch_bucket(). */
+static void batch_range(int b, char *buf, size_t len)
+{
+	unsigned long long lo = b ? 1ULL << (b - 1) : 0;
+
+	if (b <= 1)
+		snprintf(buf, len, "%llu", lo);
+	else if (b == NR_BATCH_BUCKETS - 1)
+		snprintf(buf, len, "%llu+", lo);
+	else
+		snprintf(buf, len, "%llu-%llu", lo, (1ULL << b) - 1);
+}
+
+static void print_batch_phases(FILE *f, const struct batch_stats *b,
+			       const struct batch_medians *m)
+{
+	uint64_t sum = 0;
+	int p;
+
+	for (p = 0; p < NR_BATCH_PHASES; p++)
+		sum += b->all.phase_ns[p];
+	fprintf(f, "  %-8s %12s %7s %16s\n", "phase", "total ms", "share", "median us/batch");
+	for (p = 0; p < NR_BATCH_PHASES; p++) {
+		uint64_t ns = b->all.phase_ns[p];
+
+		fprintf(f, "  %-8s %12.3f %6.1f%% %16.1f", phase_names[p], ns / 1e6,
+			sum ? 100.0 * ns / sum : 0.0, m->phase_ns[p] / 1e3);
+		if (p == BATCH_COPY)
+			fprintf(f, "   (batched copy ran in %llu of %llu batches)",
+				(unsigned long long)b->copied,
+				(unsigned long long)b->all.batches);
+		fputc('\n', f);
+	}
+}
+
+static void print_first_usable(FILE *f, const struct batch_stats *b,
+			       const struct batch_medians *m)
+{
+	if (!m->has_first_usable) {
+		fprintf(f, "  first folio usable: - (no batch moved a folio)\n");
+		return;
+	}
+	fprintf(f, "  first folio usable: median %.1f us, max %.1f us",
+		m->first_usable_ns / 1e3, b->first_usable_max / 1e3);
+	fprintf(f, " (%llu batches moved folios)\n", (unsigned long long)b->first_usable.seen);
+}
+
+static void print_batch_sizes(FILE *f, const struct batch_stats *b)
+{
+	uint64_t max = 0;
+	char range[64];
+	int i;
+
+	for (i = 0; i < NR_BATCH_BUCKETS; i++)
+		if (b->size_count[i] > max)
+			max = b->size_count[i];
+	fprintf(f, "  %-20s %10s\n", "batch size (folios)", "batches");
+	for (i = 0; i < NR_BATCH_BUCKETS; i++) {
+		if (!b->size_count[i])
+			continue;
+		batch_range(i, range, sizeof(range));
+		fprintf(f, "  %-20s %10llu |%-40.*s|\n", range,
+			(unsigned long long)b->size_count[i],
+			(int)(40 * b->size_count[i] / max), BAR);
+	}
+}
+
+static void print_batch_reasons(FILE *f, const struct batch_stats *b)
+{
+	int i, p;
+
+	fprintf(f, "  %-20s %8s %9s", "reason", "batches", "folios");
+	for (p = 0; p < NR_BATCH_PHASES; p++)
+		fprintf(f, " %6s ms", phase_names[p]);
+	fputc('\n', f);
+	for (i = 0; i < b->nreasons; i++) {
+		const struct batch_totals *t = &b->reasons[i].t;
+
+		fprintf(f, "  %-20s %8llu %9llu", b->reasons[i].name,
+			(unsigned long long)t->batches, (unsigned long long)t->folios);
+		for (p = 0; p < NR_BATCH_PHASES; p++)
+			fprintf(f, " %9.3f", t->phase_ns[p] / 1e6);
+		fputc('\n', f);
+	}
+}
+
+/* The mm_migrate_batch section, if there was such an event. */
+static void print_batches(FILE *f, const struct batch_stats *b)
+{
+	struct batch_medians m;
+	char bytes[32];
+
+	if (!b->all.batches && !b->skipped)
+		return;
+	fprintf(f, "\nmigration batches (%s): %llu (%llu folios, %llu moved, %s)\n", TP_BATCH,
+		(unsigned long long)b->all.batches, (unsigned long long)b->all.folios,
+		(unsigned long long)b->all.moved, bytes_str(b->all.bytes, bytes, sizeof(bytes)));
+	if (b->skipped)
+		fprintf(f, "  (%llu %s events with a missing or malformed field ignored)\n",
+			(unsigned long long)b->skipped, TP_BATCH);
+	if (!b->all.batches)
+		return;
+	batch_medians(b, &m);
+	print_batch_phases(f, b, &m);
+	if (!m.exact)
+		fprintf(f, "  (medians of a random sample of %llu batches)\n",
+			(unsigned long long)b->phase[0].n);
+	print_first_usable(f, b, &m);
+	print_batch_sizes(f, b);
+	if (b->nreasons > 1)
+		print_batch_reasons(f, b);
 }
 
 void trace_print(FILE *f, const struct trace_stats *st)
@@ -436,6 +749,87 @@ void trace_print(FILE *f, const struct trace_stats *st)
 	if (!st->nreasons)
 		fprintf(f, "  (none)\n");
 	print_histogram(f, st);
+	print_batches(f, &st->batch);
+}
+
+static void json_phases(struct jbuf *j, const char *key, const uint64_t *ns)
+{
+	int p;
+
+	jb_obj_begin(j, key);
+	for (p = 0; p < NR_BATCH_PHASES; p++)
+		jb_u64(j, phase_names[p], ns[p]);
+	jb_obj_end(j);
+}
+
+static void json_batch_totals(struct jbuf *j, const struct batch_totals *t)
+{
+	jb_u64(j, "batches", t->batches);
+	jb_u64(j, "folios", t->folios);
+	jb_u64(j, "moved", t->moved);
+	jb_u64(j, "bytes", t->bytes);
+	json_phases(j, "totals_ns", t->phase_ns);
+}
+
+static void json_batch_sizes(struct jbuf *j, const struct batch_stats *b)
+{
+	int i;
+
+	jb_arr_begin(j, "size_log2");
+	for (i = 0; i < NR_BATCH_BUCKETS; i++) {
+		if (!b->size_count[i])
+			continue;
+		jb_obj_begin(j, NULL);
+		jb_u64(j, "lo", i ? 1ULL << (i - 1) : 0);
+		if (i == NR_BATCH_BUCKETS - 1)
+			jb_null(j, "hi");
+		else
+			jb_u64(j, "hi", i ? 1ULL << i : 1);
+		jb_u64(j, "batches", b->size_count[i]);
+		jb_obj_end(j);
+	}
+	jb_arr_end(j);
+}
+
+/* "batches": null if there was no mm_migrate_batch event. */
+static void json_batches(struct jbuf *j, const struct batch_stats *b)
+{
+	struct batch_medians m;
+	int i;
+
+	if (!b->all.batches && !b->skipped) {
+		jb_null(j, "batches");
+		return;
+	}
+	batch_medians(b, &m);
+	jb_obj_begin(j, "batches");
+	json_batch_totals(j, &b->all);
+	jb_u64(j, "batched_copy", b->copied);
+	if (m.has_phase)
+		json_phases(j, "medians_ns", m.phase_ns);
+	else
+		jb_null(j, "medians_ns");
+	jb_u64(j, "median_batches", b->phase[0].n);	/* < batches: a sample */
+	jb_obj_begin(j, "first_usable_ns");
+	jb_u64(j, "batches", b->first_usable.seen);
+	if (m.has_first_usable) {
+		jb_u64(j, "median", m.first_usable_ns);
+		jb_u64(j, "max", b->first_usable_max);
+	} else {
+		jb_null(j, "median");
+		jb_null(j, "max");
+	}
+	jb_obj_end(j);
+	json_batch_sizes(j, b);
+	jb_obj_begin(j, "reasons");
+	for (i = 0; i < b->nreasons; i++) {
+		jb_obj_begin(j, b->reasons[i].name);
+		json_batch_totals(j, &b->reasons[i].t);
+		jb_obj_end(j);
+	}
+	jb_obj_end(j);
+	jb_u64(j, "skipped", b->skipped);
+	jb_obj_end(j);
 }
 
 static char *trace_json(const struct trace_stats *st, const struct trace_opts *o,
@@ -484,6 +878,7 @@ static char *trace_json(const struct trace_stats *st, const struct trace_opts *o
 		jb_obj_end(&b);
 	}
 	jb_arr_end(&b);
+	json_batches(&b, &st->batch);
 	jb_u64(&b, "unparsed_lines", st->unparsed);
 	jb_obj_end(&b);
 	jb_raw(&b, "\n");
@@ -573,13 +968,25 @@ static void drain(struct live *l)
 	}
 }
 
-static bool event_exists(struct live *l, const char *event)
+static bool event_exists(struct live *l, const char *system, const char *event)
 {
 	char path[4096];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/events/%s/%s", l->root, TP_SYSTEM, event);
+	snprintf(path, sizeof(path), "%s/events/%s/%s", l->root, system, event);
 	return !stat(path, &st);
+}
+
+/* mm_migrate_batch is optional: a kernel without it records without it. */
+static void load_batch_event(struct live *l)
+{
+	char err[ERRLEN];
+
+	if (!event_exists(l, TP_BATCH_SYSTEM, TP_BATCH))
+		return;
+	if (!tp_load(l->tep, TP_BATCH_SYSTEM, TP_BATCH, err, sizeof(err)))
+		warnmsg("%s:%s: %s; migration batches not recorded", TP_BATCH_SYSTEM, TP_BATCH,
+			err);
 }
 
 /* Parse the formats of the events to record; 0 or an exit code. */
@@ -587,7 +994,7 @@ static int load_events(struct live *l)
 {
 	char err[ERRLEN];
 
-	if (!event_exists(l, TP_FLUSH)) {
+	if (!event_exists(l, TP_SYSTEM, TP_FLUSH)) {
 		errmsg("the migrc tracepoints are absent: %s/events/%s/%s not found (%s)",
 		       l->root, TP_SYSTEM, TP_FLUSH, "kernel without migrc, or CONFIG_MIGRC off");
 		return EXIT_ABSENT;
@@ -597,12 +1004,16 @@ static int load_events(struct live *l)
 		errmsg("%s:%s: %s", TP_SYSTEM, TP_FLUSH, err);
 		return EXIT_SYSERR;
 	}
-	if (!event_exists(l, TP_DEFER))
+	if (!event_exists(l, TP_SYSTEM, TP_DEFER))
 		warnmsg("%s/events/%s/%s not found; only %s will be recorded",
 			l->root, TP_SYSTEM, TP_DEFER, TP_FLUSH);
 	else if (!tp_load(l->tep, TP_SYSTEM, TP_DEFER, err, sizeof(err)))
 		warnmsg("%s:%s: %s; only %s will be recorded", TP_SYSTEM, TP_DEFER, err, TP_FLUSH);
+	load_batch_event(l);
 	trace_events_init(&l->te, l->tep);
+	if (!l->te.batch && tep_find_event_by_name(l->tep, TP_BATCH_SYSTEM, TP_BATCH))
+		warnmsg("%s:%s lacks a field migrc reads; migration batches not recorded",
+			TP_BATCH_SYSTEM, TP_BATCH);
 	if (!l->te.age)
 		warnmsg("%s has no age_us field: no age histogram", TP_FLUSH);
 	if (!l->te.reason)
@@ -610,14 +1021,30 @@ static int load_events(struct live *l)
 	return 0;
 }
 
-static int enable_event(struct live *l, const char *event)
+/* 0, or EXIT_SYSERR if a required event cannot be enabled. */
+static int enable_event(struct live *l, const char *system, const char *event,
+			bool optional)
 {
+	char msg[ERRLEN + 256];
+
 	errno = 0;
-	if (!tracefs_event_enable(l->inst, TP_SYSTEM, event))
+	if (!tracefs_event_enable(l->inst, system, event))
 		return 0;
-	errmsg("cannot enable %s:%s in tracefs instance %s/instances/%s%s%s", TP_SYSTEM, event,
-	       l->root, l->name, errno ? ": " : "", errno ? strerror(errno) : "");
-	return EXIT_SYSERR;
+	snprintf(msg, sizeof(msg), "cannot enable %s:%s in tracefs instance %s/instances/%s%s%s",
+		 system, event, l->root, l->name, errno ? ": " : "", errno ? strerror(errno) : "");
+	if (!optional) {
+		errmsg("%s", msg);
+		return EXIT_SYSERR;
+	}
+	warnmsg("%s; not recorded", msg);
+	return 0;
+}
+
+static void disable_events(struct live *l)
+{
+	tracefs_event_disable(l->inst, TP_SYSTEM, NULL);
+	if (l->te.batch)
+		tracefs_event_disable(l->inst, TP_BATCH_SYSTEM, TP_BATCH);
 }
 
 /* A private instance, so that the user's own tracing is undisturbed. */
@@ -637,10 +1064,12 @@ static int instance_create(struct live *l)
 	if (tracefs_instance_set_buffer_size(l->inst, 8192, -1))
 		warnmsg("cannot set buffer_size_kb of tracefs instance %s/instances/%s",
 			l->root, l->name);
-	if (enable_event(l, TP_FLUSH))
+	if (enable_event(l, TP_SYSTEM, TP_FLUSH, false))
 		return EXIT_SYSERR;
-	if (l->te.defer && enable_event(l, TP_DEFER))
+	if (l->te.defer && enable_event(l, TP_SYSTEM, TP_DEFER, false))
 		return EXIT_SYSERR;
+	if (l->te.batch)
+		enable_event(l, TP_BATCH_SYSTEM, TP_BATCH, true);
 	return 0;
 }
 
@@ -648,7 +1077,7 @@ static void instance_destroy(struct live *l)
 {
 	if (!l->inst)
 		return;
-	tracefs_event_disable(l->inst, TP_SYSTEM, NULL);
+	disable_events(l);
 	if (tracefs_instance_destroy(l->inst))
 		warnmsg("could not remove tracefs instance %s/instances/%s: %s", l->root, l->name,
 			strerror(errno));
@@ -713,7 +1142,7 @@ static int record(struct live *l, char **cmd, int *exit_status)
 			kill(pid, SIGTERM);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	tracefs_event_disable(l->inst, TP_SYSTEM, NULL);
+	disable_events(l);
 	drain(l);
 	if (l->lost || l->lost_unknown)
 		warnmsg("the trace buffers overflowed: %s%llu events lost",
@@ -851,6 +1280,7 @@ int cmd_trace(int argc, char **argv)
 		}
 	}
 	free(lb.s);
+	trace_stats_free(st);
 	free(st);
 	return ret;
 }

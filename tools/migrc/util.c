@@ -198,6 +198,76 @@ double now_mono(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* ---- samples, for medians ---- */
+
+static uint64_t samples_rand(struct samples *s)
+{
+	uint64_t x = s->rng ? s->rng : 0x9e3779b97f4a7c15ULL;	/* xorshift64 */
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	s->rng = x;
+	return x;
+}
+
+void samples_add(struct samples *s, uint64_t v)
+{
+	size_t max = s->max ? s->max : SAMPLES_MAX;
+	uint64_t j;
+
+	s->seen++;
+	if (s->n < max) {
+		if (s->n == s->cap) {
+			s->cap = s->cap ? s->cap * 2 : 64;
+			if (s->cap > max)
+				s->cap = max;
+			s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+		}
+		s->v[s->n++] = v;
+		return;
+	}
+	/* Full: keep each of the values seen with the same probability. */
+	j = samples_rand(s) % s->seen;
+	if (j < s->n)
+		s->v[j] = v;
+}
+
+bool samples_exact(const struct samples *s)
+{
+	return s->seen == s->n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median; of an even count, the mean of the middle two, rounded down. */
+bool samples_median(const struct samples *s, uint64_t *out)
+{
+	uint64_t *v, lo, hi;
+
+	if (!s->n)
+		return false;
+	v = xmalloc(s->n * sizeof(*v));
+	memcpy(v, s->v, s->n * sizeof(*v));
+	qsort(v, s->n, sizeof(*v), cmp_u64);
+	hi = v[s->n / 2];
+	lo = s->n % 2 ? hi : v[s->n / 2 - 1];
+	free(v);
+	*out = lo + (hi - lo) / 2;
+	return true;
+}
+
+void samples_free(struct samples *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
 void ctrlist_init(struct ctrlist *l)
 {
 	memset(l, 0, sizeof(*l));

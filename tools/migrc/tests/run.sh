@@ -228,6 +228,44 @@ check "trace -i: reasons and histogram" eval '
 	run 0 $MIGRC trace -i "$fix/trace-migrc.txt" -j "$tmp/trace.json" &&
 	has "migrc_flush: 6 events, 656 pages" "$tmp/out" && has "page cache write" "$tmp/out" &&
 	has "\[512us, 1.02ms)" "$tmp/out" && has "\"flush_events\": 6" "$tmp/trace.json"'
+check "trace -i: no mm_migrate_batch event, no batch section" eval '
+	! has "migration batches" "$tmp/out" && has "\"batches\": null" "$tmp/trace.json"'
+check "trace --help: describes mm_migrate_batch" eval '
+	run 0 $MIGRC trace --help && has "migrate:mm_migrate_batch" "$tmp/out"'
+check "trace -i: migration batches, exact numbers" eval '
+	run 0 $MIGRC trace -i "$fix/trace-batch.txt" -j "$tmp/batch.json" &&
+	has "^migration batches (mm_migrate_batch): 6 (523 folios, 520 moved, 4.0 MiB)$" "$tmp/out" &&
+	has "^  (4 mm_migrate_batch events with a missing or malformed field ignored)$" "$tmp/out" &&
+	has "^  unmap           1.100   32.7%             35.0$" "$tmp/out" &&
+	has "^  flush           0.070    2.1%              7.5$" "$tmp/out" &&
+	has "^  copy            1.725   51.3%             11.0   (batched copy ran in 3 of 6 batches)$" "$tmp/out" &&
+	has "^  move            0.468   13.9%             37.5$" "$tmp/out" &&
+	has "^  first folio usable: median 70.0 us, max 2400.0 us (5 batches moved folios)$" "$tmp/out"'
+check "trace -i: batch sizes, non-empty log2 buckets only" eval '
+	has "^  1 *2 |@*|$" "$tmp/out" && has "^  2-3 *2 |" "$tmp/out" &&
+	has "^  4-7 *1 |" "$tmp/out" && has "^  512-1023 *1 |" "$tmp/out" &&
+	[ "$(grep -c "^  [0-9][-0-9]* *[0-9]* |" "$tmp/out")" -eq 4 ]'
+check "trace -i: batches per reason" eval '
+	has "^  demotion  *2  *5  *0.140  *0.030  *0.502  *0.140$" "$tmp/out" &&
+	has "^  numa_misplaced  *2  *5  *0.055  *0.009  *0.021  *0.021$" "$tmp/out" &&
+	has "^  syscall_or_cpuset  *1  *512  *0.900  *0.030  *1.200  *0.300$" "$tmp/out" &&
+	has "^  compaction  *1  *1  *0.005  *0.001  *0.002  *0.007$" "$tmp/out"'
+check "trace -i: batches in the JSON" eval '
+	missing=0
+	for k in "\"batches\": 6," "\"folios\": 523," "\"moved\": 520," "\"bytes\": 4222976," \
+		"\"totals_ns\": {\"unmap\": 1100000,\"flush\": 70000,\"copy\": 1724700,\"move\": 468000}" \
+		"\"medians_ns\": {\"unmap\": 35000,\"flush\": 7500,\"copy\": 11000,\"move\": 37500}" \
+		"\"median_batches\": 6," "\"batched_copy\": 3," "\"skipped\": 4" \
+		"\"first_usable_ns\": {\"batches\": 5,\"median\": 70000,\"max\": 2400000}" \
+		"{\"lo\": 2,\"hi\": 4,\"batches\": 2}" "{\"lo\": 512,\"hi\": 1024,\"batches\": 1}" \
+		"\"numa_misplaced\": {\"batches\": 2,\"folios\": 5,\"moved\": 2,\"bytes\": 8192,"; do
+		has "$k" "$tmp/batch.json" || { echo "# missing $k"; missing=1; }
+	done
+	[ $missing -eq 0 ]'
+check "trace -i: one reason, no per-reason table" eval '
+	grep "reason=demotion" "$fix/trace-batch.txt" >"$tmp/one.txt" &&
+	run 0 $MIGRC trace -i "$tmp/one.txt" && has "^migration batches (mm_migrate_batch): 2 " "$tmp/out" &&
+	! has "^  reason  *batches" "$tmp/out"'
 check "trace: missing migrc tracepoints give 3" eval '
 	MIGRC_TRACEFS=$fix/tracefs-nomigrc run 3 $MIGRC trace -- true && errhas "absent"'
 check "trace: missing tracefs gives 3" eval '
@@ -236,6 +274,17 @@ cp -r "$fix/tracefs-6.12" "$tmp/tfs"
 check "trace: instance that cannot be set up gives 2 and is removed" eval '
 	MIGRC_TRACEFS=$tmp/tfs run 2 $MIGRC trace -- true && errhas "cannot" &&
 	[ -z "$(ls "$tmp/tfs/instances")" ]'
+check "trace: mm_migrate_batch is loaded silently, and its absence is silent" eval '
+	! errhas "mm_migrate_batch" && rm -rf "$tmp/tfs" && cp -r "$fix/tracefs-6.12" "$tmp/tfs" &&
+	rm -r "$tmp/tfs/events/migrate" && MIGRC_TRACEFS=$tmp/tfs run 2 $MIGRC trace -- true &&
+	errhas "cannot enable migrc:migrc_flush" && ! errhas "mm_migrate_batch"'
+rm -rf "$tmp/tfs"
+cp -r "$fix/tracefs-6.12" "$tmp/tfs"
+sed -i "/first_usable_ns;/d" "$tmp/tfs/events/migrate/mm_migrate_batch/format"
+check "trace: mm_migrate_batch without a field is left out with a warning" eval '
+	MIGRC_TRACEFS=$tmp/tfs run 2 $MIGRC trace -- true &&
+	errhas "warning: migrate:mm_migrate_batch lacks a field" &&
+	errhas "cannot enable migrc:migrc_flush"'
 check "trace: unreadable input gives 2" run 2 $MIGRC trace -i "$tmp/missing.txt"
 check "trace: usage error gives 1" run 1 $MIGRC trace
 

@@ -708,6 +708,137 @@ static void test_trace(void)
 	   "trace: age histogram");
 }
 
+/* ---- medians ---- */
+
+static uint64_t median_of(const uint64_t *v, int n)
+{
+	struct samples s = { 0 };
+	uint64_t m = 12345;
+	int i;
+
+	for (i = 0; i < n; i++)
+		samples_add(&s, v[i]);
+	if (!samples_median(&s, &m))
+		m = 12345;
+	samples_free(&s);
+	return m;
+}
+
+static void test_samples(void)
+{
+	static const uint64_t odd[] = { 50, 10, 30 }, even[] = { 40, 10, 30, 20 };
+	static const uint64_t two[] = { 1, 2 }, big[] = { UINT64_MAX, UINT64_MAX - 2 };
+	struct samples s = { 0 };
+	bool in_range = true, has;
+	uint64_t m = 0, i;
+
+	ok(!samples_median(&s, &m) && samples_exact(&s), "samples: no value, no median");
+	ok(median_of(odd, 3) == 30 && median_of(even, 4) == 25,
+	   "samples: median of an odd and an even count");
+	ok(median_of(two, 2) == 1 && median_of(big, 2) == UINT64_MAX - 1,
+	   "samples: mean of the middle two rounded down, without overflow");
+	for (i = 0; i < SAMPLES_MAX; i++)
+		samples_add(&s, i);
+	has = samples_median(&s, &m);
+	ok(samples_exact(&s) && s.n == SAMPLES_MAX && has && m == SAMPLES_MAX / 2 - 1,
+	   "samples: exact up to %u values (median %llu)",
+	   SAMPLES_MAX, (unsigned long long)m);
+	samples_add(&s, 0);
+	ok(!samples_exact(&s) && s.n == SAMPLES_MAX && s.cap == SAMPLES_MAX &&
+	   s.seen == SAMPLES_MAX + 1ULL, "samples: bounded past %u values", SAMPLES_MAX);
+	samples_free(&s);
+	s.max = 16;
+	for (i = 1; i <= 1000; i++)
+		samples_add(&s, i);
+	for (i = 0; i < s.n; i++)
+		in_range &= s.v[i] >= 1 && s.v[i] <= 1000;
+	has = samples_median(&s, &m);
+	ok(s.n == 16 && s.cap == 16 && s.seen == 1000 && in_range && has &&
+	   m > 16 && m < 1000,
+	   "samples: a reservoir of 16 of 1000 values, median estimated (%llu)",
+	   (unsigned long long)m);
+	samples_free(&s);
+}
+
+/* ---- migration batches (mm_migrate_batch) ---- */
+
+static bool phases_are(const uint64_t *ns, uint64_t unmap, uint64_t flush, uint64_t copy,
+		       uint64_t move)
+{
+	return ns[BATCH_UNMAP] == unmap && ns[BATCH_FLUSH] == flush && ns[BATCH_COPY] == copy &&
+	       ns[BATCH_MOVE] == move;
+}
+
+static bool totals_are(const struct batch_totals *t, uint64_t batches, uint64_t folios,
+		       uint64_t moved, uint64_t bytes)
+{
+	return t->batches == batches && t->folios == folios && t->moved == moved &&
+	       t->bytes == bytes;
+}
+
+static void account_text(struct trace_stats *st, char *buf)
+{
+	char *line, *save = NULL;
+
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		trace_account_line(st, line);
+}
+
+static void test_batches(void)
+{
+	static const char *const bad[] = {
+		"  x-1 [000] ...1.  1.000001: mm_migrate_batch: reason=demotion nr_folios=1",
+		"  x-1 [000] ...1.  1.000002: mm_migrate_batch: reason= nr_folios=1 nr_moved=1 bytes=1 batch_copied=0 unmap_ns=1 flush_ns=1 copy_ns=1 move_ns=1 first_usable_ns=1",
+		"  x-1 [000] ...1.  1.000003: mm_migrate_batch: reason=demotion nr_folios=1 nr_moved=1 bytes=1 batch_copied=0 unmap_ns=1 flush_ns=1 copy_ns=1 move_ns=-1 first_usable_ns=1",
+		"  x-1 [000] ...1.  1.000004: mm_migrate_batch: reason=demotion nr_folios=1 nr_moved=1 bytes=1 batch_copied=0 unmap_ns=99999999999999999999 flush_ns=1 copy_ns=1 move_ns=1 first_usable_ns=1",
+		"  x-1 [000] ...1.  1.000005: mm_migrate_batch:",
+	};
+	const struct batch_stats *b;
+	struct batch_medians m;
+	struct trace_stats st;
+	char *buf;
+	size_t i;
+
+	memset(&st, 0, sizeof(st));
+	buf = read_fixture("trace-batch.txt");
+	account_text(&st, buf);
+	free(buf);
+	b = &st.batch;
+	ok(totals_are(&b->all, 6, 523, 520, 4222976) && b->copied == 3 && b->skipped == 4 &&
+	   st.flush_events == 1 && st.unparsed == 0,
+	   "batches: counts, batched copies, malformed lines skipped (%llu)",
+	   (unsigned long long)b->skipped);
+	ok(phases_are(b->all.phase_ns, 1100000, 70000, 1724700, 468000),
+	   "batches: phase totals");
+	batch_medians(b, &m);
+	ok(m.exact && m.has_phase && phases_are(m.phase_ns, 35000, 7500, 11000, 37500),
+	   "batches: exact phase medians");
+	ok(m.has_first_usable && m.first_usable_ns == 70000 && b->first_usable_max == 2400000 &&
+	   b->first_usable.seen == 5, "batches: first usable median and max, nr_moved=0 left out");
+	ok(b->size_count[1] == 2 && b->size_count[2] == 2 && b->size_count[3] == 1 &&
+	   b->size_count[10] == 1 && batch_bucket(0) == 0 && batch_bucket(UINT32_MAX) == 32 &&
+	   batch_bucket(UINT64_MAX) == NR_BATCH_BUCKETS - 1, "batches: size histogram");
+	ok(b->nreasons == 4 && !strcmp(b->reasons[0].name, "demotion") &&
+	   totals_are(&b->reasons[0].t, 2, 5, 5, 2113536) &&
+	   phases_are(b->reasons[0].t.phase_ns, 140000, 30000, 502000, 140000) &&
+	   !strcmp(b->reasons[1].name, "numa_misplaced") &&
+	   totals_are(&b->reasons[1].t, 2, 5, 2, 8192) &&
+	   !strcmp(b->reasons[2].name, "syscall_or_cpuset") &&
+	   !strcmp(b->reasons[3].name, "compaction") &&
+	   phases_are(b->reasons[3].t.phase_ns, 5000, 1000, 1700, 7000),
+	   "batches: per reason");
+	trace_stats_free(&st);
+
+	memset(&st, 0, sizeof(st));
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		trace_account_line(&st, bad[i]);
+	batch_medians(&st.batch, &m);
+	ok(st.batch.skipped == ARRAY_SIZE(bad) && !st.batch.all.batches && !st.batch.nreasons &&
+	   !m.has_phase && !m.has_first_usable && st.unparsed == 0,
+	   "batches: lines missing a field or with a bad number are skipped");
+	trace_stats_free(&st);
+}
+
 /* ---- trace records (libtraceevent) ---- */
 
 struct rec_buf {
@@ -754,6 +885,50 @@ static struct tep_record *defer_rec(struct rec_buf *r, uint64_t pages, uint64_t 
 	return &r->rec;
 }
 
+struct batch_vals {
+	int reason;
+	uint32_t folios, moved, copied;
+	uint64_t bytes, unmap, flush, copy, move, first;
+};
+
+/* A mm_migrate_batch record, laid out as tracefs-6.12's format says. */
+static struct tep_record *batch_rec(struct rec_buf *r, const struct batch_vals *v)
+{
+	memset(r, 0, sizeof(*r));
+	put(r, 0, 1520, 2);			/* common_type: mm_migrate_batch */
+	put(r, 4, 80, 4);
+	put(r, 8, (uint32_t)v->reason, 4);
+	put(r, 12, v->folios, 4);
+	put(r, 16, v->moved, 4);
+	put(r, 24, v->bytes, 8);
+	put(r, 32, v->copied, 4);
+	put(r, 40, v->unmap, 8);
+	put(r, 48, v->flush, 8);
+	put(r, 56, v->copy, 8);
+	put(r, 64, v->move, 8);
+	put(r, 72, v->first, 8);
+	r->rec.data = r->data;
+	r->rec.size = 80;
+	r->rec.ts = 300000000000ULL;
+	return &r->rec;
+}
+
+static bool same_batches(const struct batch_stats *a, const struct batch_stats *b)
+{
+	int i;
+
+	if (memcmp(&a->all, &b->all, sizeof(a->all)) || a->copied != b->copied ||
+	    a->skipped != b->skipped || a->first_usable_max != b->first_usable_max ||
+	    memcmp(a->size_count, b->size_count, sizeof(a->size_count)) ||
+	    a->nreasons != b->nreasons)
+		return false;
+	for (i = 0; i < a->nreasons; i++)
+		if (strcmp(a->reasons[i].name, b->reasons[i].name) ||
+		    memcmp(&a->reasons[i].t, &b->reasons[i].t, sizeof(a->reasons[i].t)))
+			return false;
+	return true;
+}
+
 static bool same_stats(const struct trace_stats *a, const struct trace_stats *b)
 {
 	int i;
@@ -770,7 +945,89 @@ static bool same_stats(const struct trace_stats *a, const struct trace_stats *b)
 		    a->reasons[i].pages != b->reasons[i].pages ||
 		    a->reasons[i].cpus != b->reasons[i].cpus)
 			return false;
-	return true;
+	return same_batches(&a->batch, &b->batch);
+}
+
+/* The format of an older mm_migrate_batch, without first_usable_ns. */
+static const char old_batch_format[] =
+	"name: mm_migrate_batch\nID: 1520\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
+	"\tfield:int reason;\toffset:8;\tsize:4;\tsigned:1;\n"
+	"\tfield:unsigned int nr_folios;\toffset:12;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned int nr_moved;\toffset:16;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long bytes;\toffset:24;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned int batch_copied;\toffset:32;\tsize:4;\tsigned:0;\n"
+	"\tfield:u64 unmap_ns;\toffset:40;\tsize:8;\tsigned:0;\n"
+	"\tfield:u64 flush_ns;\toffset:48;\tsize:8;\tsigned:0;\n"
+	"\tfield:u64 copy_ns;\toffset:56;\tsize:8;\tsigned:0;\n"
+	"\tfield:u64 move_ns;\toffset:64;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"reason=%d nr_folios=%u\", REC->reason, REC->nr_folios\n";
+
+static void test_batch_records(void)
+{
+	static const struct batch_vals v[] = {
+		{ 8, 1, 1, 1, 2097152, 100000, 20000, 500000, 80000, 700000 },
+		{ 5, 3, 0, 0, 0, 25000, 4000, 1000, 6000, 0 },
+		{ 8, 4, 4, 0, 16384, 40000, 10000, 2000, 60000, 60000 },
+		{ 12, 512, 512, 512, 2097152, 900000, 30000, 1200000, 300000, 2400000 },
+	};
+	struct trace_stats st, back;
+	struct trace_events te;
+	struct rec_buf rb;
+	struct tep_handle *tep;
+	struct trace_seq seq;
+	struct batch_medians m;
+	char err[ERRLEN] = "", path[8192];
+	const struct batch_stats *b = &st.batch;
+	size_t i;
+
+	memset(&st, 0, sizeof(st));
+	memset(&back, 0, sizeof(back));
+	tracefs_set_tracing_dir((char *)fixpath("tracefs-6.12", path, sizeof(path)));
+	tep = tp_open(true, err, sizeof(err));
+	if (!tep || !tp_load(tep, "migrate", "mm_migrate_batch", err, sizeof(err)))
+		diag("batch records: %s", err);
+	trace_events_init(&te, tep);
+	ok(te.batch && te.batch_nsyms == 10 && !te.flush &&
+	   !strcmp(te.batch_fields[BF_COPIED]->name, "batch_copied"),
+	   "batch records: event, fields and the MIGRATE_REASON names found (%d)",
+	   te.batch_nsyms);
+	trace_seq_init(&seq);
+	for (i = 0; i < ARRAY_SIZE(v); i++) {
+		struct tep_record *rec = batch_rec(&rb, &v[i]);
+		struct tep_event *ev = tep_find_event_by_record(tep, rec);
+
+		trace_account_record(&st, &te, ev, rec);
+		trace_record_text(&seq, ev, rec);
+	}
+	trace_seq_terminate(&seq);
+	batch_medians(b, &m);
+	ok(totals_are(&b->all, 4, 520, 517, 4210688) && b->copied == 2 && !b->skipped &&
+	   phases_are(b->all.phase_ns, 1065000, 64000, 1703000, 446000) &&
+	   b->first_usable_max == 2400000 && m.first_usable_ns == 700000 &&
+	   phases_are(m.phase_ns, 70000, 15000, 251000, 70000),
+	   "batch records: totals and medians from the fields");
+	ok(b->nreasons == 3 && !strcmp(b->reasons[0].name, "demotion") &&
+	   b->reasons[0].t.batches == 2 && !strcmp(b->reasons[1].name, "numa_misplaced") &&
+	   !strcmp(b->reasons[2].name, "0xc"),
+	   "batch records: reasons named from __print_symbolic(), else the number (%s)",
+	   b->nreasons > 2 ? b->reasons[2].name : "");
+	account_text(&back, seq.buffer);
+	ok(same_batches(&st.batch, &back.batch) && back.unparsed == 0 && !back.batch.skipped,
+	   "batch records: text written for -o reads back the same");
+	trace_seq_destroy(&seq);
+	trace_stats_free(&st);
+	trace_stats_free(&back);
+	tep_free(tep);
+
+	tep = tp_open(false, err, sizeof(err));
+	tp_parse(tep, old_batch_format, strlen(old_batch_format), "migrate", err, sizeof(err));
+	trace_events_init(&te, tep);
+	ok(tep_find_event_by_name(tep, "migrate", "mm_migrate_batch") && te.batch_reason &&
+	   te.batch_fields[BF_MOVE] && !te.batch,
+	   "batch records: a format lacking a field (first_usable_ns) is not used");
+	tep_free(tep);
+	tracefs_set_tracing_dir(NULL);
 }
 
 static void test_trace_records(void)
@@ -869,6 +1126,9 @@ int main(int argc, char **argv)
 	test_sources_results();
 	test_trace();
 	test_trace_records();
+	test_samples();
+	test_batches();
+	test_batch_records();
 	printf("1..%d\n", ntests);
 	if (nfailed)
 		printf("# %d of %d tests failed\n", nfailed, ntests);
