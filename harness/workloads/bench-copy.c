@@ -1561,6 +1561,9 @@ static int run_interleaved(const struct list *cols)
 	restore_knobs();
 	if (rc)
 		return rc;
+	/* User-space memcpy() on the same vCPUs, beside the kernel's ceiling. */
+	if (opt.memcpy)
+		run_memcpy();
 	if (thp_speedup.have)
 		printf("thp copy-phase speedup at 2 threads: %.2fx [%.2f, %.2f] (%lu THPs, median of per-round mt:2/serial, bootstrap 95%% interval)\n",
 		       thp_speedup.sp.med, thp_speedup.sp.lo, thp_speedup.sp.hi,
