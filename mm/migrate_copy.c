@@ -40,13 +40,8 @@
 
 #include <trace/events/migrate.h>
 
-/* At most this many CPUs copy one batch. */
-#define MIGRATE_COPY_MAX_THREADS	32
-/* A thread is only worth its wakeup for at least this many pages. */
-#define MIGRATE_COPY_MIN_THREAD_PAGES	16
 /* Chunks of a pulled copy: see migrate_copy_chunk_pages(). */
 #define MIGRATE_COPY_CHUNKS_PER_CPU	4
-#define MIGRATE_COPY_MAX_CHUNK_PAGES	(1UL << (PMD_SHIFT - PAGE_SHIFT))
 
 DEFINE_STATIC_KEY_FALSE(migrate_copy_key);
 
@@ -71,19 +66,27 @@ static unsigned int copy_threads;		/* 0: as many as useful */
 static unsigned int copy_policy = MIGRATE_COPY_AUTO;
 static unsigned int copy_min_pages = 32;
 
-/* Copy pages [start, end) of the batch, numbered across its folios. */
-static int copy_range(struct migrate_copy_job *job, unsigned long start,
-		      unsigned long end)
-{
-	unsigned long first = 0;
-	unsigned int i;
+/*
+ * Where a CPU is in the batch: the item holding its next page, and the
+ * batch page number of that item's first page.  The chunks one CPU claims
+ * only ever move forward, so each CPU walks the items once in all, not
+ * once per chunk (the ceiling copies tens of thousands of small folios).
+ */
+struct copy_cursor {
+	unsigned int item;
+	unsigned long first;
+};
 
-	for (i = 0; i < job->nr_items && start < end; i++) {
-		struct migrate_copy_item *it = &job->items[i];
-		unsigned long last = first + it->nr_pages;
+/* Copy pages [start, end) of the batch, numbered across its folios. */
+static int copy_range(struct migrate_copy_job *job, struct copy_cursor *cur,
+		      unsigned long start, unsigned long end)
+{
+	for (; cur->item < job->nr_items && start < end; cur->item++) {
+		struct migrate_copy_item *it = &job->items[cur->item];
+		unsigned long last = cur->first + it->nr_pages;
 
 		for (; start < end && start < last; start++) {
-			unsigned long n = start - first;
+			unsigned long n = start - cur->first;
 
 			if (copy_mc_highpage(folio_page(it->dst, n),
 					     folio_page(it->src, n)))
@@ -91,15 +94,18 @@ static int copy_range(struct migrate_copy_job *job, unsigned long start,
 			if (!(n & 63))
 				cond_resched();
 		}
-		first = last;
+		if (start < last)
+			break;		/* the chunk ends inside this item */
+		cur->first = last;
 	}
 	return 0;
 }
 
 static int serial_copy(struct migrate_copy_job *job)
 {
+	struct copy_cursor cur = { };
 	u64 t0 = ktime_get_ns();
-	int err = copy_range(job, 0, job->nr_pages);
+	int err = copy_range(job, &cur, 0, job->nr_pages);
 
 	job->threads = 1;
 	job->cpu_ns = ktime_get_ns() - t0;
@@ -119,11 +125,13 @@ static struct migrate_copy_backend serial_backend = {
  * About four chunks per CPU, so that a CPU that copies more slowly (across
  * the interconnect, or interrupted) leaves its share to the others; never
  * below MIGRATE_COPY_MIN_THREAD_PAGES, where one claim (an atomic on a
- * shared line) would no longer be small next to the copy; never above one
- * PMD-sized folio, which bounds how long a helper stalled in the middle of
- * its chunk can hold up the batch.  Pure, for KUnit.
+ * shared line) would no longer be small next to the copy; never above
+ * MIGRATE_COPY_MAX_CHUNK_PAGES (2 MB, a PMD-sized folio on x86), which
+ * bounds how long a helper stalled in the middle of its chunk can hold up
+ * the batch.  Pure, for KUnit.
  *
- * Return: the chunk size in pages, at least 1.
+ * Return: the chunk size in pages, from MIGRATE_COPY_MIN_THREAD_PAGES to
+ * MIGRATE_COPY_MAX_CHUNK_PAGES.
  */
 unsigned long migrate_copy_chunk_pages(unsigned long nr_pages,
 				       unsigned int nr_cpus)
@@ -204,21 +212,29 @@ static void mt_copy_put(struct mt_copy_ctl *ctl)
 		kfree(ctl);
 }
 
-/* Copy chunks until none is left; false if there was none to copy. */
+/*
+ * Copy chunks until none is left; false if there was none to copy.  After
+ * an error a chunk is only counted, not copied: the batch has failed as a
+ * whole and the per-folio path copies it again.
+ */
 static bool mt_pull(struct mt_copy_ctl *ctl)
 {
+	struct copy_cursor cur = { };
 	bool counted = false;
 	unsigned long start;
 
 	while ((start = atomic_long_fetch_add(ctl->chunk, &ctl->next)) <
 	       ctl->nr_pages) {
 		unsigned long end = min(start + ctl->chunk, ctl->nr_pages);
-		u64 t0 = ktime_get_ns();
-		int err = copy_range(ctl->job, start, end);
 
-		if (err)
-			atomic_cmpxchg(&ctl->err, 0, err);
-		atomic64_add(ktime_get_ns() - t0, &ctl->cpu_ns);
+		if (!atomic_read(&ctl->err)) {
+			u64 t0 = ktime_get_ns();
+			int err = copy_range(ctl->job, &cur, start, end);
+
+			if (err)
+				atomic_cmpxchg(&ctl->err, 0, err);
+			atomic64_add(ktime_get_ns() - t0, &ctl->cpu_ns);
+		}
 		if (!counted) {
 			atomic_inc(&ctl->threads);
 			counted = true;
@@ -268,6 +284,7 @@ static void mt_helper_fn(struct work_struct *work)
  * The caller and the helpers pull chunks until none is left; the caller
  * returns when every page is copied.  Sets @job->threads and ->cpu_ns.
  *
+ * Context: Process context; sleeps until the helpers' chunks are copied.
  * Return: 0, the first copy error, or -ENOMEM (nothing copied) if the
  * control block cannot be allocated.
  */
@@ -278,6 +295,10 @@ int migrate_copy_mt_on(struct migrate_copy_job *job, const unsigned int *cpus,
 	unsigned int i;
 	int err;
 
+	job->threads = 0;
+	job->cpu_ns = 0;
+	if (!job->nr_pages)
+		return 0;	/* no chunk would ever complete all_done */
 	ctl = kzalloc(struct_size(ctl, helpers, nr_cpus),
 		      GFP_NOWAIT | __GFP_NOWARN);
 	if (!ctl)

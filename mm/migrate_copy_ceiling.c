@@ -15,11 +15,14 @@
  * CPUs (default: every online CPU; the writer and the others, idle or
  * not, through the mt backend's pulled chunks), and frees them; the read
  * gives the last result.  Bad input fails with -EINVAL, an allocation
- * failure with -ENOMEM, and neither changes the last result.
+ * failure with -ENOMEM, a fatal signal during the allocation with -EINTR,
+ * and none of them changes the last result.  The writer stays on its CPU
+ * and CPU hotplug is held off while the copies run.
  */
 
 #define pr_fmt(fmt) "migrate_copy: " fmt
 
+#include <linux/cpu.h>
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
 #include <linux/gfp.h>
@@ -29,6 +32,7 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/nodemask.h>
+#include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -64,11 +68,13 @@ static void ceiling_free(struct migrate_copy_item *items, unsigned int n)
 
 static struct folio *ceiling_alloc(int nid, unsigned int order)
 {
-	gfp_t gfp = GFP_HIGHUSER_MOVABLE | __GFP_THISNODE | __GFP_NOWARN;
-
-	if (order)
-		gfp |= __GFP_NORETRY;
-	return __folio_alloc_node(gfp, order, nid);
+	/*
+	 * Not movable: the folios are not on the LRU and cannot be migrated,
+	 * so they must not pin a movable pageblock (or ZONE_MOVABLE) for the
+	 * run; no retrying either, a failed run costs one -ENOMEM.
+	 */
+	return __folio_alloc_node(GFP_HIGHUSER | __GFP_THISNODE |
+				  __GFP_NORETRY | __GFP_NOWARN, order, nid);
 }
 
 /* Time one copy of @job by the caller and @nr_cpus helpers. */
@@ -84,7 +90,8 @@ static int ceiling_time(struct migrate_copy_job *job, const unsigned int *cpus,
 
 static int ceiling_run(struct ceiling_result *res)
 {
-	unsigned int helpers[32], nr_helpers = 0, i, p, cpu, self;
+	unsigned int helpers[MIGRATE_COPY_MAX_THREADS], nr_helpers = 0;
+	unsigned int i, p, cpu, self;
 	struct migrate_copy_job job = {
 		.src_nid = res->src_nid,
 		.dst_nid = res->dst_nid,
@@ -97,6 +104,10 @@ static int ceiling_run(struct ceiling_result *res)
 		return -ENOMEM;
 	job.items = items;
 	for (i = 0; i < res->nr_folios; i++) {
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			goto out;
+		}
 		items[i].src = ceiling_alloc(res->src_nid, res->order);
 		items[i].dst = ceiling_alloc(res->dst_nid, res->order);
 		if (!items[i].src || !items[i].dst)
@@ -110,13 +121,18 @@ static int ceiling_run(struct ceiling_result *res)
 		cond_resched();
 	}
 
-	/* The writer and up to cpus - 1 other online CPUs. */
-	self = get_cpu();
+	/*
+	 * The writer and up to cpus - 1 other online CPUs, which must stay
+	 * online, and the writer on its CPU, until the last run: a serial
+	 * run that moved to a helper's CPU would be timed against itself.
+	 */
+	cpus_read_lock();
+	migrate_disable();
+	self = smp_processor_id();
 	for_each_online_cpu(cpu)
 		if (cpu != self && nr_helpers + 1 < res->cpus &&
 		    nr_helpers < ARRAY_SIZE(helpers))
 			helpers[nr_helpers++] = cpu;
-	put_cpu();
 
 	/* Untimed first: the first touch of fresh memory is not the copy. */
 	err = ceiling_time(&job, helpers, nr_helpers, &res->parallel_ns);
@@ -124,6 +140,8 @@ static int ceiling_run(struct ceiling_result *res)
 		err = ceiling_time(&job, NULL, 0, &res->serial_ns);
 	if (!err)
 		err = ceiling_time(&job, helpers, nr_helpers, &res->parallel_ns);
+	migrate_enable();
+	cpus_read_unlock();
 	res->cpus = nr_helpers + 1;
 	res->threads = job.threads;
 out:
@@ -154,7 +172,9 @@ static ssize_t ceiling_write(struct file *file, const char __user *ubuf,
 	    !node_state(res.dst_nid, N_MEMORY))
 		return -EINVAL;
 
-	mutex_lock(&ceiling_lock);
+	/* A run takes seconds under emulation: a second writer may give up. */
+	if (mutex_lock_interruptible(&ceiling_lock))
+		return -EINTR;
 	err = ceiling_run(&res);
 	if (!err)
 		ceiling_last = res;

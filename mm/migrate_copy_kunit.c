@@ -19,12 +19,24 @@ static void chunk_size_test(struct kunit *test)
 	/* About four chunks per CPU, the caller counted. */
 	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(2048, 2), 256UL);
 	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(1024, 4), 64UL);
-	/* Never more than one PMD-sized folio: bounds a stalled helper. */
-	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(32768, 2),
-			1UL << (PMD_SHIFT - PAGE_SHIFT));
+	/* Never more than 2 MB: bounds what a stalled helper holds. */
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(1UL << 20, 2),
+			MIGRATE_COPY_MAX_CHUNK_PAGES);
 	/* Never less than a thread's minimum, whatever the split. */
-	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(32, 32), 16UL);
-	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(1, 0), 16UL);
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(32, 32),
+			(unsigned long)MIGRATE_COPY_MIN_THREAD_PAGES);
+	KUNIT_EXPECT_EQ(test, migrate_copy_chunk_pages(1, 0),
+			(unsigned long)MIGRATE_COPY_MIN_THREAD_PAGES);
+}
+
+static void put_items(struct migrate_copy_item *items, unsigned int n)
+{
+	while (n--) {
+		if (items[n].src)
+			folio_put(items[n].src);
+		if (items[n].dst)
+			folio_put(items[n].dst);
+	}
 }
 
 /*
@@ -47,11 +59,13 @@ static void pull_copies_every_page_test(struct kunit *test)
 		struct folio *src = folio_alloc(GFP_KERNEL, orders[i]);
 		struct folio *dst = folio_alloc(GFP_KERNEL, orders[i]);
 
-		KUNIT_ASSERT_NOT_NULL(test, src);
-		KUNIT_ASSERT_NOT_NULL(test, dst);
 		items[i] = (struct migrate_copy_item) {
-			.src = src, .dst = dst, .nr_pages = folio_nr_pages(src),
+			.src = src, .dst = dst, .nr_pages = 1U << orders[i],
 		};
+		if (!src || !dst) {
+			put_items(items, i + 1);
+			kunit_skip(test, "no order-%u folio", orders[i]);
+		}
 		for (p = 0; p < items[i].nr_pages; p++) {
 			memset_page(folio_page(src, p), 0, 0x10 + job.nr_pages, PAGE_SIZE);
 			memset_page(folio_page(dst, p), 0, 0, PAGE_SIZE);
@@ -74,9 +88,19 @@ static void pull_copies_every_page_test(struct kunit *test)
 			kunmap_local(d);
 			kunmap_local(s);
 		}
-		folio_put(items[i].src);
-		folio_put(items[i].dst);
 	}
+	put_items(items, job.nr_items);
+}
+
+/* A job with no pages returns at once: no chunk would ever complete it. */
+static void empty_job_test(struct kunit *test)
+{
+	struct migrate_copy_job job = { .threads = 7, .cpu_ns = 7 };
+	unsigned int cpu = cpumask_first(cpu_online_mask);
+
+	KUNIT_EXPECT_EQ(test, migrate_copy_mt_on(&job, &cpu, 1), 0);
+	KUNIT_EXPECT_EQ(test, job.threads, 0U);
+	KUNIT_EXPECT_EQ(test, job.cpu_ns, 0ULL);
 }
 
 /* CPUs 0-3 share one LLC, 4-7 another. */
@@ -123,6 +147,7 @@ static void pick_spreads_llc_test(struct kunit *test)
 static struct kunit_case migrate_copy_cases[] = {
 	KUNIT_CASE(chunk_size_test),
 	KUNIT_CASE(pull_copies_every_page_test),
+	KUNIT_CASE(empty_job_test),
 	KUNIT_CASE(pick_spreads_llc_test),
 	{}
 };

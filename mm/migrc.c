@@ -30,6 +30,7 @@
 #include <linux/fault-inject.h>
 #include <linux/hash.h>
 #include <linux/init.h>
+#include <linux/jhash.h>
 #include <linux/kobject.h>
 #include <linux/memcontrol.h>
 #include <linux/migrate.h>
@@ -85,10 +86,16 @@ static struct {
 static void migrc_debug_alloc(struct page *page, unsigned int order);
 static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
 				 unsigned long gen);
+static void migrc_debug_note_src(struct page *src, struct page *dst,
+				 unsigned long gen);
+static void migrc_debug_flushed(unsigned long done);
 #else
 static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
 static inline void migrc_debug_note_dst(unsigned long src, unsigned long dst,
 					unsigned long gen) { }
+static inline void migrc_debug_note_src(struct page *src, struct page *dst,
+					unsigned long gen) { }
+static inline void migrc_debug_flushed(unsigned long done) { }
 #endif
 
 /*
@@ -225,6 +232,7 @@ static void __migrc_flush_upto(unsigned long gen,
 
 	/* Readers of migrc_gens.done may now hand out the pages. */
 	smp_store_release(&migrc_gens.done, gen);
+	migrc_debug_flushed(gen);
 
 	age_us = jiffies_to_usecs(jiffies - migrc_pending_batch.oldest);
 	trace_migrc_flush(reason, gen, targeted, skipped, pages, age_us);
@@ -967,6 +975,7 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	gen = migrc_gen_carry(gen, READ_ONCE(*migrc_key_slot(folio_pfn(src))));
 	if (!gen)
 		return;
+	migrc_debug_note_src(&src->page, &dst->page, gen);
 	migrc_slot_raise(migrc_key_slot(folio_pfn(dst)), gen);
 	if (!folio_test_anon(dst) && dst->mapping)
 		migrc_slot_raise(migrc_key_slot((unsigned long)dst->mapping), gen);
@@ -998,6 +1007,7 @@ void migrc_put_source(struct folio *src)
 		return;
 	}
 	mem_cgroup_uncharge(src);
+	migrc_debug_note_src(&src->page, NULL, gen);
 	free_migrc_page(&src->page, gen);
 }
 
@@ -1065,13 +1075,136 @@ static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
 		migrc_debug_record(dst, gen);
 }
 
+/*
+ * The sources of deferred flushes, by pfn: a hash of the data they held
+ * when they left their mappings, and the generation whose flush ends
+ * their stale entries.  A read-only stale entry cannot change a source; a
+ * writable one (a write-protect still in flight when the entry was judged
+ * read-only, or a path that upgraded it without the barrier) writes to
+ * the freed source, and the write is lost: the destination (migration)
+ * or the file (reclaim) never sees it.  No other check can see this, as
+ * nothing maps or writes the source by the book.  So the source is
+ * hashed where its data leaves it: for migration from the destination,
+ * locked and not yet mapped, and compared with the source then; for
+ * reclaim from the clean page itself, when it is freed.  It is compared
+ * again when its generation's flush completes, or when the page is
+ * reused, whichever comes first; after either, no stale entry is left.
+ *
+ * The same direct-mapped table design as the destinations' above.  Off
+ * when freeing or allocating writes or unmaps pages (init_on_free, page
+ * poisoning, debug_pagealloc), whose patterns would read as writes.
+ */
+#define MIGRC_DEBUG_SRC_SLOTS	4096
+static struct migrc_debug_src {
+	unsigned long pfn_plus_one;
+	unsigned long dst_pfn;		/* the pfn itself after reclaim */
+	unsigned long gen;
+	u32 hash;
+} migrc_debug_src[MIGRC_DEBUG_SRC_SLOTS];
+static unsigned int migrc_debug_nr_src;		/* slots in use */
+
+static bool migrc_debug_data_stable(void)
+{
+	return !want_init_on_free() && !page_poisoning_enabled_static() &&
+	       !debug_pagealloc_enabled_static();
+}
+
+static u32 migrc_debug_hash(struct page *page)
+{
+	u32 *data = kmap_local_page(page), hash;
+
+	hash = jhash2(data, PAGE_SIZE / sizeof(u32), 0);
+	kunmap_local(data);
+	return hash;
+}
+
+/* Compare the source with its hash and forget it; migrc_debug_lock held. */
+static void migrc_debug_check_src(struct migrc_debug_src *rec,
+				  const char *when)
+{
+	unsigned long pfn = rec->pfn_plus_one - 1;
+
+	WARN_ONCE(migrc_debug_hash(pfn_to_page(pfn)) != rec->hash,
+		  "migrc_debug: pfn %#lx written through a stale TLB entry after its data went to pfn %#lx (gen %lu, seen %s)\n",
+		  pfn, rec->dst_pfn, rec->gen, when);
+	rec->pfn_plus_one = 0;
+	migrc_debug_nr_src--;
+}
+
+/*
+ * @src keeps its data until generation @gen is flushed: from @dst, at the
+ * move, or from itself (@dst NULL) when it is freed; a source already
+ * recorded at its move only takes the generation it is freed under.
+ */
+static void migrc_debug_note_src(struct page *src, struct page *dst,
+				 unsigned long gen)
+{
+	unsigned long pfn = page_to_pfn(src), flags;
+	struct migrc_debug_src *rec;
+	u32 hash;
+
+	if (!migrc_debug_data_stable())
+		return;
+	hash = migrc_debug_hash(dst ?: src);
+	rec = &migrc_debug_src[pfn % MIGRC_DEBUG_SRC_SLOTS];
+	raw_spin_lock_irqsave(&migrc_debug_lock, flags);
+	if (!dst && rec->pfn_plus_one == pfn + 1) {
+		rec->gen = gen;
+		goto out;
+	}
+	/* A collision drops the older record. */
+	if (!rec->pfn_plus_one)
+		migrc_debug_nr_src++;
+	*rec = (struct migrc_debug_src) {
+		.pfn_plus_one = pfn + 1, .dst_pfn = page_to_pfn(dst ?: src),
+		.gen = gen, .hash = hash,
+	};
+	/* Written between the copy and the move? */
+	if (dst && migrc_debug_hash(src) != hash)
+		migrc_debug_check_src(rec, "at the move");
+out:
+	raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
+}
+
+/*
+ * migrc_gens.done reached @done: check the sources it covers.  Under the
+ * pending lock, after done's release store; no such source can be reused
+ * meanwhile, since its allocation takes migrc_debug_lock first (below).
+ */
+static void migrc_debug_flushed(unsigned long done)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	if (!READ_ONCE(migrc_debug_nr_src))
+		return;
+	raw_spin_lock_irqsave(&migrc_debug_lock, flags);
+	for (i = 0; i < MIGRC_DEBUG_SRC_SLOTS && migrc_debug_nr_src; i++) {
+		struct migrc_debug_src *rec = &migrc_debug_src[i];
+
+		if (rec->pfn_plus_one && migrc_gen_covers(done, rec->gen))
+			migrc_debug_check_src(rec, "at its flush");
+	}
+	raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
+}
+
 /* A new life for these pages: forget what their previous one recorded. */
 static void migrc_debug_alloc(struct page *page, unsigned int order)
 {
-	unsigned long pfn = page_to_pfn(page), i, gen;
+	unsigned long pfn = page_to_pfn(page), i, gen, flags;
 
-	for (i = 0; i < (1UL << order); i++)
+	for (i = 0; i < (1UL << order); i++) {
+		struct migrc_debug_src *rec =
+			&migrc_debug_src[(pfn + i) % MIGRC_DEBUG_SRC_SLOTS];
+
 		migrc_debug_take(pfn + i, &gen, true);
+		if (READ_ONCE(rec->pfn_plus_one) != pfn + i + 1)
+			continue;
+		raw_spin_lock_irqsave(&migrc_debug_lock, flags);
+		if (rec->pfn_plus_one == pfn + i + 1)
+			migrc_debug_check_src(rec, "at its reuse");
+		raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
+	}
 }
 
 /**
@@ -1137,6 +1270,7 @@ void migrc_free_frozen(struct folio *folio)
 	if (batch->nr_pages)
 		__migrc_batch_commit();
 	mem_cgroup_uncharge(folio);
+	migrc_debug_note_src(&folio->page, NULL, batch->gen);
 	free_migrc_page(&folio->page, batch->gen);
 }
 

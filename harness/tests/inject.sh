@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -87,6 +87,8 @@ check "skipped write flush: migrc_fschange (cow fault after reclaim) sees stale 
 inject skip_wp_check fork fork migrc_fork
 check "write-protect in flight ignored: migrc_fork loses writes" \
 	sh -c "grep -q '^not ok' '$tmp/fork' && grep -q 'writes lost' '$tmp/fork'"
+check "write-protect in flight ignored: the debug kernel reports the writes to the source (status $rc)" \
+	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: pfn .* written through a stale TLB entry' '$tmp/fork'"
 
 # The time bound: a CPU whose tick records its flush without doing it is
 # left out of the timeout's flush, and its readers miss a write that

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # migrc's boot parameter and sysfs knobs: bad input gets a clear error and
-# changes nothing.  TAP output; boots the patched kernel three times.
+# changes nothing.  TAP output; boots the patched kernel four times.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/harness/vm-run
@@ -14,7 +14,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..13"
 
 K=/sys/kernel/mm/migrc
 "$vm" --append "migrc=bogus" -- sh -c "
@@ -55,4 +55,26 @@ check "bad max_pending_pages writes are refused, value unchanged" \
 check "a good max_age_ms write takes effect" grep -q "^age2=20\$" "$tmp/on"
 check "enabled is read-only; flush works" \
 	sh -c "! grep -q enabled-writable '$tmp/on' && grep -q '^flushed\$' '$tmp/on'"
+
+# debugfs migrate_copy/ceiling (CONFIG_MIGRATE_COPY_CEILING): every bad
+# write is refused with EINVAL and keeps the last result.
+C=/sys/kernel/debug/migrate_copy/ceiling
+"$vm" -- sh -c "
+	[ -e $C ] || echo no-ceiling
+	try() { if printf '%s\n' \"\$1\" > $C 2>/dev/null; then
+		echo accepted=\"\$1\"; fi; }
+	for v in '' abc '0 0 0 0' '1 0 0' '1 99 0 0' '1 0 -1 0' '1 0 0 4096' \
+		'1 0 0 0 0' '1 0 0 0 9999' '999999999 0 0 0' '262145 0 0 0'; do
+		try \"\$v\"; done
+	echo before=\$(cat $C)
+	echo '64 0 0 0' > $C && cat $C > /tmp/good && echo good=\$(cat /tmp/good)
+	for v in '' '1 0 0 4096' '0 0 0 0'; do try \"\$v\"; done
+	cat $C | cmp -s - /tmp/good && echo kept" > "$tmp/ceiling" 2>&1
+sed 's/^/# /' "$tmp/ceiling"
+check "ceiling: bad writes are refused" sh -c \
+	"! grep -q -e accepted -e no-ceiling '$tmp/ceiling' && grep -q '^before=\$' '$tmp/ceiling'"
+check "ceiling: a good write times serial and parallel copies" grep -Eq \
+	"^good=nr_folios=64 order=0 bytes=262144 .*serial_ns=[1-9][0-9]* .*parallel_ns=[1-9]" \
+	"$tmp/ceiling"
+check "ceiling: refused writes keep the last result" grep -q "^kept\$" "$tmp/ceiling"
 [ "$fails" -eq 0 ]

@@ -897,18 +897,18 @@ static struct tep_record *batch_rec(struct rec_buf *r, const struct batch_vals *
 	memset(r, 0, sizeof(*r));
 	put(r, 0, 1520, 2);			/* common_type: mm_migrate_batch */
 	put(r, 4, 80, 4);
-	put(r, 8, (uint32_t)v->reason, 4);
-	put(r, 12, v->folios, 4);
-	put(r, 16, v->moved, 4);
-	put(r, 24, v->bytes, 8);
-	put(r, 32, v->copied, 4);
-	put(r, 40, v->unmap, 8);
-	put(r, 48, v->flush, 8);
-	put(r, 56, v->copy, 8);
-	put(r, 64, v->move, 8);
-	put(r, 72, v->first, 8);
+	put(r, 8, v->unmap, 8);
+	put(r, 16, v->flush, 8);
+	put(r, 24, v->copy, 8);
+	put(r, 32, v->move, 8);
+	put(r, 40, v->first, 8);
+	put(r, 48, v->bytes, 8);
+	put(r, 56, (uint32_t)v->reason, 4);
+	put(r, 60, v->folios, 4);
+	put(r, 64, v->moved, 4);
+	put(r, 68, v->copied, 4);
 	r->rec.data = r->data;
-	r->rec.size = 80;
+	r->rec.size = 72;
 	r->rec.ts = 300000000000ULL;
 	return &r->rec;
 }
