@@ -69,11 +69,14 @@ static void ceiling_free(struct migrate_copy_item *items, unsigned int n)
 static struct folio *ceiling_alloc(int nid, unsigned int order)
 {
 	/*
-	 * Not movable: the folios are not on the LRU and cannot be migrated,
-	 * so they must not pin a movable pageblock (or ZONE_MOVABLE) for the
-	 * run; no retrying either, a failed run costs one -ENOMEM.
+	 * Movable, as migration's destinations are: from the same zones and
+	 * pageblocks, and a CPU-less memory node onlined movable (CXL, as a
+	 * rule) has no other memory.  Held for one write and freed at its
+	 * end.  (Unmovable THPs, tried, copied at a quarter of the speed of
+	 * migration's in the TCG guest: not the same memory.)  No retrying:
+	 * a failed run costs one -ENOMEM.
 	 */
-	return __folio_alloc_node(GFP_HIGHUSER | __GFP_THISNODE |
+	return __folio_alloc_node(GFP_HIGHUSER_MOVABLE | __GFP_THISNODE |
 				  __GFP_NORETRY | __GFP_NOWARN, order, nid);
 }
 
