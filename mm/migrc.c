@@ -1145,13 +1145,13 @@ static void migrc_debug_note_src(struct page *src, struct page *dst,
 
 	if (!migrc_debug_data_stable())
 		return;
-	hash = migrc_debug_hash(dst ?: src);
 	rec = &migrc_debug_src[pfn % MIGRC_DEBUG_SRC_SLOTS];
 	raw_spin_lock_irqsave(&migrc_debug_lock, flags);
 	if (!dst && rec->pfn_plus_one == pfn + 1) {
 		rec->gen = gen;
 		goto out;
 	}
+	hash = migrc_debug_hash(dst ?: src);
 	/* A collision drops the older record. */
 	if (!rec->pfn_plus_one)
 		migrc_debug_nr_src++;
