@@ -7,7 +7,7 @@ SHELL := /bin/sh
 H := harness
 
 .PHONY: help deps base sync kernel vanilla debug-kernel kasan-kernel kernels selftests tools \
-	check demo bench bench-copy bench-write upstream-mm soak workload series series-check \
+	check demo bench bench-copy bench-write bench-large upstream-mm soak workload series series-check \
 	clean distclean
 
 help:
@@ -20,6 +20,7 @@ help:
 	@echo "make bench         every benchmark: build/bench/report.md, README table"
 	@echo "make bench-copy    the migration copy, judged: 20 interleaved rounds (numa2 VM)"
 	@echo "make bench-write   write1/page_fault3 writers beside migration, migrc off vs on"
+	@echo "make bench-large   anonymous tiering in 4 kB pages, 64 kB mTHP and PMD THP, off vs on"
 	@echo "make upstream-mm   upstream mm selftests: vanilla / migrc=off / migrc=on"
 	@echo "make soak [SOAK_SECONDS=N]  the soak test (migrc=on, mt copy, tiering, memcg)"
 	@echo "make workload CMD='...'  your workload: vanilla / migrc=off / migrc=on"
@@ -79,6 +80,9 @@ bench: kernel vanilla selftests
 	$(H)/bench
 
 # Writers beside migration (write1, page_fault3): migrc=off vs on.
+bench-large: kernel selftests
+	$(H)/bench-large
+
 bench-write: kernel selftests
 	$(H)/bench-write --kind write1
 	$(H)/bench-write --kind fault3

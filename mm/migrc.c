@@ -85,16 +85,16 @@ static struct {
 #ifdef CONFIG_MIGRC_DEBUG
 static void migrc_debug_alloc(struct page *page, unsigned int order);
 static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
-				 unsigned long gen);
+				 unsigned long nr, unsigned long gen);
 static void migrc_debug_note_src(struct page *src, struct page *dst,
-				 unsigned long gen);
+				 unsigned long nr, unsigned long gen);
 static void migrc_debug_flushed(unsigned long done);
 #else
 static inline void migrc_debug_alloc(struct page *page, unsigned int order) { }
 static inline void migrc_debug_note_dst(unsigned long src, unsigned long dst,
-					unsigned long gen) { }
+					unsigned long nr, unsigned long gen) { }
 static inline void migrc_debug_note_src(struct page *src, struct page *dst,
-					unsigned long gen) { }
+					unsigned long nr, unsigned long gen) { }
 static inline void migrc_debug_flushed(unsigned long done) { }
 #endif
 
@@ -711,11 +711,24 @@ void __migrc_mapping_barrier(struct address_space *mapping)
 		__migrc_key_barrier((unsigned long)mapping);
 }
 
-static bool migrc_folio_eligible(struct folio *folio)
+static bool migrc_folio_eligible(struct migrc_batch *batch,
+				 struct folio *folio)
 {
-	/* Large folios: one tag per page would be needed; not yet. */
-	if (folio_test_large(folio) || folio_test_hugetlb(folio))
+	if (folio_test_hugetlb(folio))
 		return false;
+	/*
+	 * A large folio is freed as one block with every page tagged
+	 * (free_migrc_folio()), and its destination is keyed page by page
+	 * (__migrc_note_dst()).  Its PMD mappings are flushed at once by
+	 * set_pmd_migration_entry(); only its PTE mappings can be deferred.
+	 * Reclaim keeps to order 0: the large folios it frees clean are the
+	 * page cache of filesystems outside the safe set (XFS) and lazily
+	 * freed anonymous mTHP, neither of which is tested here.
+	 */
+	if (folio_test_large(folio) && batch->reason == MIGRC_REASON_RECLAIM) {
+		count_vm_events(MIGRC_EXCLUDED_LARGE, folio_nr_pages(folio));
+		return false;
+	}
 	if (folio_is_zone_device(folio) || folio_test_ksm(folio))
 		return false;
 	/*
@@ -781,7 +794,7 @@ void __migrc_unmap_begin(struct folio *folio)
 {
 	struct migrc_batch *batch = current->migrc_batch;
 
-	if (!batch || !migrc_folio_eligible(folio))
+	if (!batch || !migrc_folio_eligible(batch, folio))
 		return;
 	batch->active = true;
 	batch->folio_ok = true;
@@ -812,6 +825,9 @@ bool __migrc_unmap_end(struct folio *folio)
 	if (deferred) {
 		arch_tlbbatch_fold(batch->ro, batch->folio);
 		batch->nr_pages += folio_nr_pages(folio);
+		if (folio_test_large(folio))
+			count_vm_events(MIGRC_DEFERRED_LARGE,
+					folio_nr_pages(folio));
 	} else {
 		arch_tlbbatch_fold(&current->tlb_ubc.arch, batch->folio);
 		current->tlb_ubc.flush_required = true;
@@ -847,6 +863,12 @@ void __migrc_note_pte(pte_t pteval)
 		return;
 	batch->folio_ok = false;
 	count_vm_event(MIGRC_WRITABLE_ENTRIES);
+}
+
+/* See migrc_note_pmd(). */
+void __migrc_note_pmd(void)
+{
+	count_vm_event(MIGRC_PMD_ENTRIES);
 }
 
 /**
@@ -961,22 +983,33 @@ static unsigned long migrc_gen_carry(unsigned long gen, unsigned long carried)
 void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 {
 	struct migrc_batch *batch = current->migrc_batch;
-	unsigned long gen = 0;
+	unsigned long spfn = folio_pfn(src), dpfn = folio_pfn(dst);
+	unsigned long nr = folio_nr_pages(src), gen = 0, i;
 
 	if (deferred && !WARN_ON_ONCE(!batch))
 		gen = batch->gen;
-	migrc_debug_note_dst(folio_pfn(src), folio_pfn(dst), gen);
+	migrc_debug_note_dst(spfn, dpfn, nr, gen);
 	/*
-	 * A source still under a pending key is the destination of an
+	 * A source page still under a pending key is the destination of an
 	 * earlier deferral (migrated again within max_age_ms): its stale
 	 * entries still read the older data, so the new destination must
-	 * flush for them as well.
+	 * flush for them as well.  One generation for the whole folio, the
+	 * newest: a write to any part of it is a write to its first page's
+	 * key (migrc_folio_write()).
 	 */
-	gen = migrc_gen_carry(gen, READ_ONCE(*migrc_key_slot(folio_pfn(src))));
+	for (i = 0; i < nr; i++)
+		gen = migrc_gen_carry(gen,
+				      READ_ONCE(*migrc_key_slot(spfn + i)));
 	if (!gen)
 		return;
-	migrc_debug_note_src(&src->page, &dst->page, gen);
-	migrc_slot_raise(migrc_key_slot(folio_pfn(dst)), gen);
+	migrc_debug_note_src(&src->page, &dst->page, nr, gen);
+	/*
+	 * Every page's key, not only the folio's first: a PTE made writable
+	 * names its own page (migrc_pfn_write()), and a split of the
+	 * destination makes each page the first of a folio of its own.
+	 */
+	for (i = 0; i < nr; i++)
+		migrc_slot_raise(migrc_key_slot(dpfn + i), gen);
 	if (!folio_test_anon(dst) && dst->mapping)
 		migrc_slot_raise(migrc_key_slot((unsigned long)dst->mapping), gen);
 }
@@ -1006,9 +1039,8 @@ void migrc_put_source(struct folio *src)
 		folio_put(src);
 		return;
 	}
-	mem_cgroup_uncharge(src);
-	migrc_debug_note_src(&src->page, NULL, gen);
-	free_migrc_page(&src->page, gen);
+	migrc_debug_note_src(&src->page, NULL, folio_nr_pages(src), gen);
+	free_migrc_folio(src, gen);
 }
 
 #ifdef CONFIG_MIGRC_DEBUG
@@ -1065,14 +1097,18 @@ static bool migrc_debug_take(unsigned long pfn, unsigned long *gen, bool erase)
  * this check report a writable destination that no stale entry can read.
  */
 static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
-				 unsigned long gen)
+				 unsigned long nr, unsigned long gen)
 {
-	unsigned long carried;
+	unsigned long carried, i;
 
-	if (migrc_debug_take(src, &carried, false))
-		gen = migrc_gen_carry(gen, carried);
-	if (gen)
-		migrc_debug_record(dst, gen);
+	for (i = 0; i < nr; i++) {
+		unsigned long need = gen;
+
+		if (migrc_debug_take(src + i, &carried, false))
+			need = migrc_gen_carry(gen, carried);
+		if (need)
+			migrc_debug_record(dst + i, need);
+	}
 }
 
 /*
@@ -1136,8 +1172,8 @@ static void migrc_debug_check_src(struct migrc_debug_src *rec,
  * move, or from itself (@dst NULL) when it is freed; a source already
  * recorded at its move only takes the generation it is freed under.
  */
-static void migrc_debug_note_src(struct page *src, struct page *dst,
-				 unsigned long gen)
+static void migrc_debug_note_src_page(struct page *src, struct page *dst,
+				      unsigned long gen)
 {
 	unsigned long pfn = page_to_pfn(src), flags;
 	struct migrc_debug_src *rec;
@@ -1164,6 +1200,17 @@ static void migrc_debug_note_src(struct page *src, struct page *dst,
 		migrc_debug_check_src(rec, "at the move");
 out:
 	raw_spin_unlock_irqrestore(&migrc_debug_lock, flags);
+}
+
+/* The same for each of the @nr pages of a folio: each has its record. */
+static void migrc_debug_note_src(struct page *src, struct page *dst,
+				 unsigned long nr, unsigned long gen)
+{
+	unsigned long i;
+
+	for (i = 0; i < nr; i++)
+		migrc_debug_note_src_page(nth_page(src, i),
+					  dst ? nth_page(dst, i) : NULL, gen);
 }
 
 /*
@@ -1208,26 +1255,29 @@ static void migrc_debug_alloc(struct page *page, unsigned int order)
 }
 
 /**
- * migrc_debug_set_pte - check a PTE being installed by set_ptes()
- * @pte: the new entry
+ * migrc_debug_set_ptes - check the PTEs being installed by set_ptes()
+ * @pte: the first new entry
+ * @nr: how many entries, mapping consecutive pages of one folio
  *
- * Warns if @pte maps writable a recorded destination whose flush is still
- * pending: a path made it writable without the write barrier.
+ * Warns if an entry maps writable a recorded destination whose flush is
+ * still pending: a path made it writable without the write barrier.
  */
-void migrc_debug_set_pte(pte_t pte)
+void migrc_debug_set_ptes(pte_t pte, unsigned int nr)
 {
-	unsigned long gen;
+	unsigned long pfn, gen, i;
 
 	if (!migrc_enabled() || !pte_present(pte) || !pte_write(pte))
 		return;
-	if (!migrc_debug_take(pte_pfn(pte), &gen, false))
-		return;
-	/* Pairs with __migrc_flush_upto()'s release, as in migrc_flush(). */
-	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
-		  "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
-		  pte_pfn(pte), gen, READ_ONCE(migrc_gens.done));
+	for (i = 0, pfn = pte_pfn(pte); i < nr; i++, pfn++) {
+		if (!migrc_debug_take(pfn, &gen, false))
+			continue;
+		/* Pairs with __migrc_flush_upto()'s release, as in migrc_flush(). */
+		WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
+			  "migrc_debug: pfn %#lx mapped writable while its flush (gen %lu, done %lu) is pending\n",
+			  pfn, gen, READ_ONCE(migrc_gens.done));
+	}
 }
-EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
+EXPORT_SYMBOL_GPL(migrc_debug_set_ptes);
 
 /**
  * migrc_debug_check_folio - check a folio about to be written
@@ -1240,14 +1290,16 @@ EXPORT_SYMBOL_GPL(migrc_debug_set_pte);
  */
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
-	unsigned long gen;
+	unsigned long pfn = folio_pfn(folio), gen, i;
 
-	if (!migrc_debug_take(folio_pfn(folio), &gen, true))
-		return;
-	/* Pairs with __migrc_flush_upto()'s release, as in migrc_flush(). */
-	WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
-		  "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
-		  folio_pfn(folio), (void *)ip, gen, READ_ONCE(migrc_gens.done));
+	for (i = 0; i < folio_nr_pages(folio); i++, pfn++) {
+		if (!migrc_debug_take(pfn, &gen, true))
+			continue;
+		/* Pairs with __migrc_flush_upto()'s release, as in migrc_flush(). */
+		WARN_ONCE(!migrc_gen_covers(smp_load_acquire(&migrc_gens.done), gen),
+			  "migrc_debug: pfn %#lx written at %pS while its flush (gen %lu, done %lu) is pending\n",
+			  pfn, (void *)ip, gen, READ_ONCE(migrc_gens.done));
+	}
 }
 EXPORT_SYMBOL_GPL(migrc_debug_check_folio);
 #endif
@@ -1269,9 +1321,9 @@ void migrc_free_frozen(struct folio *folio)
 		return;			/* leak rather than hand it out */
 	if (batch->nr_pages)
 		__migrc_batch_commit();
-	mem_cgroup_uncharge(folio);
-	migrc_debug_note_src(&folio->page, NULL, batch->gen);
-	free_migrc_page(&folio->page, batch->gen);
+	migrc_debug_note_src(&folio->page, NULL, folio_nr_pages(folio),
+			     batch->gen);
+	free_migrc_folio(folio, batch->gen);
 }
 
 /* Boot parameter and sysfs. */

@@ -750,7 +750,8 @@ static unsigned long migrc_test_node_block(struct kunit *test,
 	n->run_freed = 1UL << order;
 	for (i = 0; i < (1UL << order); i++)
 		if (put_page_testzero(page + i))
-			free_migrc_page(page + i, i < nr_tagged ? gen : done);
+			free_migrc_page(page + i, 0,
+					i < nr_tagged ? gen : done);
 	return page_to_pfn(page);
 }
 
@@ -921,6 +922,85 @@ static void migrc_batch_keys_test(struct kunit *test)
 	folio_put(dst);
 }
 
+/*
+ * A large source is freed as one block with every page tagged: the buddy
+ * allocator may hand out any page of it on its own.  The node's only free
+ * pages are that block; an allocation that may not flush finds none of
+ * them usable until the flush.
+ */
+static void migrc_large_free_test(struct kunit *test)
+{
+	struct migrc_test_node *n;
+	unsigned long gen, latest, i;
+	struct folio *folio;
+	struct page *page;
+	int nid = migrc_test_small_node();
+
+	if (nid == NUMA_NO_NODE)
+		kunit_skip(test, "needs a CPU-less node of less than 4 GiB");
+	folio = __folio_alloc_node(GFP_KERNEL | __GFP_THISNODE, 2, nid);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	n = migrc_test_node_take(test);
+	gen = migrc_test_pending_gen(test);
+	KUNIT_ASSERT_TRUE(test, folio_ref_freeze(folio, 1));
+	free_migrc_folio(folio, gen);
+	latest = migrc_test_latest();
+	for (i = 0; i < 4; i++) {
+		unsigned long index = folio_page(folio, i)->index;
+
+		KUNIT_EXPECT_TRUE_MSG(test, migrc_is_tag(index) &&
+				      migrc_tag_gen(index, latest) == gen,
+				      "page %lu of the freed block is not tagged", i);
+	}
+	page = alloc_pages_node(nid, MIGRC_TEST_ATOMIC, 0);
+	KUNIT_EXPECT_NULL_MSG(test, page,
+			      "a page of the block was handed out before its flush");
+	if (page)
+		__free_page(page);
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	page = alloc_pages_node(nid, MIGRC_TEST_ATOMIC, 2);
+	KUNIT_EXPECT_NOT_NULL_MSG(test, page, "the block is lost after its flush");
+	if (page)
+		__free_pages(page, 2);
+}
+
+/*
+ * A large destination is keyed page by page: a PTE of any of its pages
+ * made writable (migrc_pfn_write(), as mprotect() and NUMA hinting faults
+ * do) finishes the deferral, not only a write of the folio.
+ */
+static void migrc_large_keys_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	struct folio *src, *dst;
+	struct migrc_batch *outer;
+	unsigned int i;
+
+	src = folio_alloc(GFP_KERNEL, 2);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	dst = folio_alloc(GFP_KERNEL, 2);
+	if (!dst)
+		folio_put(src);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	for (i = 1; i < 4; i++) {
+		outer = migrc_batch_open(MR_NUMA_MISPLACED, true);
+		KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+		migrc_batch_commit();
+		folio_copy(dst, src);
+		migrc_note_dst(src, dst, true);
+		migrc_batch_close(outer);
+		KUNIT_ASSERT_TRUE(test, migrc_pending());
+		migrc_pfn_write(folio_pfn(dst) + i);
+		KUNIT_EXPECT_FALSE_MSG(test, migrc_pending(),
+				       "page %u of a pending destination made writable without a flush",
+				       i);
+		migrc_flush_all(MIGRC_FLUSH_OTHER);
+		migrc_test_sent();
+	}
+	folio_put(dst);
+	folio_put(src);
+}
+
 /* Put max_age_ms back, also when an assertion ends the test early. */
 static void migrc_test_restore_age(void *saved)
 {
@@ -1021,6 +1101,8 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_alloc_hold_test),
 	KUNIT_CASE(migrc_alloc_kick_test),
 	KUNIT_CASE(migrc_batch_keys_test),
+	KUNIT_CASE(migrc_large_free_test),
+	KUNIT_CASE(migrc_large_keys_test),
 	KUNIT_CASE(migrc_batch_expire_test),
 	KUNIT_CASE(migrc_batch_lower_age_test),
 	{}

@@ -373,8 +373,9 @@ static inline void migrc_debug_check_folio(struct folio *folio,
  * sufficient: migration holds both folio locks until it has recorded its
  * deferral under the destination's key (migrc_note_dst()), and installs
  * the new PTEs under the PTE lock, so a deferral that covers this folio
- * is visible here.  Only order-0 folios are deferred, so a folio's key is
- * its PFN.
+ * is visible here.  A migration raises the key of every page of its
+ * destination, so the key of a folio's first page covers the whole folio,
+ * and still covers each part after a split.
  */
 static __always_inline void migrc_folio_write(struct folio *folio)
 {
@@ -414,6 +415,7 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		     unsigned long uaddr);
 
 void __migrc_note_pte(pte_t pteval);
+void __migrc_note_pmd(void);
 void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred);
 
 /**
@@ -438,6 +440,17 @@ static inline void migrc_note_pte(pte_t pteval)
 {
 	if (migrc_enabled())
 		__migrc_note_pte(pteval);
+}
+
+/*
+ * A PMD mapping that try_to_migrate() replaces, invalidated and flushed
+ * at once by set_pmd_migration_entry(): counted, to show how much of
+ * tiering's shootdowns migrc leaves to THPs mapped by PMD.
+ */
+static inline void migrc_note_pmd(void)
+{
+	if (migrc_enabled())
+		__migrc_note_pmd();
 }
 
 /**
@@ -519,6 +532,7 @@ static inline void migrc_batch_close(struct migrc_batch *outer) { }
 static inline void migrc_unmap_begin(struct folio *folio) { }
 static inline bool migrc_unmap_end(struct folio *folio) { return false; }
 static inline void migrc_note_pte(pte_t pteval) { }
+static inline void migrc_note_pmd(void) { }
 static inline void migrc_batch_commit(void) { }
 static inline void migrc_put_source(struct folio *src) { }
 static inline void migrc_free_frozen(struct folio *folio) { }
