@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..11"
+echo "1..13"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -96,6 +96,16 @@ check "write-protect in flight ignored: the debug kernel reports the writes to t
 inject skip_tick_flush expired expired
 check "skipped tick flush: the expired selftest sees stale data" \
 	grep -q "^not ok" "$tmp/expired"
+
+# Large folios (patch migrc/0014): a write() into a shmem file whose 16
+# and 64 kB folios a move deferred, with its barrier skipped, is read
+# stale, and the debug kernel reports it; so the large-folio selftests
+# do exercise deferred large folios.
+inject skip_write_flush "-r large.shmem_mthp.pwrite_seen" large
+check "skipped write flush: large.shmem_mthp (mTHP) sees stale data" \
+	sh -c "grep -q '^not ok' '$tmp/large' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/large'"
+check "skipped write flush on mTHP: the debug kernel reports it (status $rc)" \
+	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: pfn' '$tmp/large'"
 
 # And nothing injected: the same runs pass on the debug kernel.
 inject none reuse none

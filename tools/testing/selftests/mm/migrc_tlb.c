@@ -66,13 +66,21 @@
  *   precise      writes to an unrelated file and its mappings while a
  *                deferral is pending: no write flush, the deferral stays
  *                pending; a write of the moved data then flushes
+ *   large        reuse, mprotect and (shmem) write() again, on large
+ *                folios: anonymous and shmem mTHPs of 16 kB and 64 kB, and
+ *                a PMD-mapped THP.  Fails if the buffer is not made of
+ *                them, before and after the test; with migrc=on, also if
+ *                the mTHP moves were not deferred or the THP's PMD was
+ *                not flushed at once (migrc_pmd_entries)
  *   counters     migrc_* vmstat counters: deferred pages are counted with
  *                migrc=on; with migrc off every counter stays 0
  *
  * Environment: MIGRC_TEST_SECONDS (per test case, default 2), MIGRC_TEST_PAGES
- * (buffer size in pages, default 16), MIGRC_TEST_DIR (default /tmp).
- * Needs two CPUs and two memory nodes; the cow test needs root
- * (MPOL_MF_MOVE_ALL for pages mapped by two processes).
+ * (buffer size in pages, default 16; not for large), MIGRC_TEST_DIR
+ * (default /tmp).  Needs two CPUs and two memory nodes; the cow test needs
+ * root (MPOL_MF_MOVE_ALL for pages mapped by two processes), the large
+ * tests root and the per-size THP files of sysfs; they change the THP
+ * settings and turn NUMA balancing off while they run.
  */
 #include "../kselftest_harness.h"
 
@@ -83,13 +91,22 @@
 #include <signal.h>
 #include <time.h>
 #include <linux/falloc.h>
+#include <linux/kernel-page-flags.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "vm_util.h"
+/* thp_settings.h declares functions returning const unsigned long. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-qualifiers"
+#include "thp_settings.h"
+#pragma GCC diagnostic pop
 #include "migrc_util.h"
 
+#ifndef MPOL_DEFAULT
+#define MPOL_DEFAULT		0
+#endif
 #ifndef MPOL_BIND
 #define MPOL_BIND		2
 #endif
@@ -125,6 +142,14 @@ enum buf_kind {
 	BUF_MEMFD,
 	BUF_TMPFILE,
 	BUF_ANON,
+	BUF_SHM,	/* MAP_SHARED | MAP_ANONYMOUS: shmem */
+};
+
+/* A buffer laid out for large folios (fixture large). */
+struct layout {
+	int pages;		/* size in base pages */
+	size_t align;		/* alignment of the whole VMA, in bytes */
+	bool hugepage;		/* MADV_HUGEPAGE */
 };
 
 struct reader {
@@ -180,6 +205,21 @@ struct env {
 	uint64_t seq;
 	uint64_t gen;
 	long long deferred0;
+	/*
+	 * Large folios: vmstat read around every move with migrc=on, to see
+	 * what the moves deferred (count_large).
+	 */
+	bool large;			/* the buffer is made of large folios */
+	size_t align;			/* of the buffer's VMA */
+	bool refresh;			/* new anonymous mTHPs every round */
+	struct counters *short0, *short1;	/* around the first short move */
+	bool count_large;
+	unsigned long large_moves;	/* moves with the counters read */
+	unsigned long large_moved;	/* pages they moved */
+	unsigned long large_short;	/* moves deferring fewer pages */
+	long long large_deferred;	/* migrc_deferred_pages growth */
+	long long large_max_deferred;	/* the most any one move deferred */
+	long long large_pmd;		/* migrc_pmd_entries growth */
 	/* Page frame numbers, to see whether source pages were reused. */
 	uint64_t *src_pfn;
 	uint64_t *new_pfn;	/* MAP_SHARED, filled by a child process */
@@ -561,6 +601,12 @@ static int account_move(struct env *e, long ret, int err)
 			e->move_errors++;
 			continue;
 		}
+		/*
+		 * move_pages() isolates a large folio at its first page; the
+		 * others find it isolated and report -EBUSY, yet move with it.
+		 */
+		if (e->large && e->status[i] == -EBUSY)
+			e->status[i] = q[i];
 		if (ret == 0 && e->status[i] < 0 && e->status[i] != INT_MIN) {
 			e->last_errno = -e->status[i];
 			e->move_errors++;
@@ -614,9 +660,33 @@ static int open_tmpfile(void)
 	return fd;
 }
 
-/* Returns false if the test was skipped. */
-static bool env_setup(struct __test_metadata *_metadata, struct env *e,
-		      enum buf_kind kind, bool anon_ro)
+/*
+ * An anonymous mapping whose VMA starts and ends exactly at @align: a large
+ * folio is only allocated where it fits in the VMA at its natural alignment,
+ * so the VMA's ends decide which sizes the faults get.
+ */
+static void *map_aligned(size_t len, size_t align, int flags)
+{
+	char *p, *start;
+
+	p = mmap(NULL, len + align, PROT_READ | PROT_WRITE,
+		 flags | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return p;
+	start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	if (start > p)
+		munmap(p, start - p);
+	munmap(start + len, p + len + align - (start + len));
+	return start;
+}
+
+/*
+ * Returns false if the test was skipped.  @lay, if not NULL, sets the
+ * buffer's size and alignment (MIGRC_TEST_PAGES does not apply).
+ */
+static bool env_setup_layout(struct __test_metadata *_metadata, struct env *e,
+			     enum buf_kind kind, bool anon_ro,
+			     const struct layout *lay)
 {
 	int nodes[8], nnodes, cpus[MAX_READERS + 1], ncpus = 0, i;
 	cpu_set_t set;
@@ -630,8 +700,8 @@ static bool env_setup(struct __test_metadata *_metadata, struct env *e,
 	e->kind = kind;
 	e->seconds = env_double("MIGRC_TEST_SECONDS", DEFAULT_SECONDS, 0.05,
 				MAX_SECONDS);
-	e->npages = env_double("MIGRC_TEST_PAGES", DEFAULT_PAGES, 1,
-			       MAX_PAGES);
+	e->npages = lay ? lay->pages :
+		    env_double("MIGRC_TEST_PAGES", DEFAULT_PAGES, 1, MAX_PAGES);
 	e->page_size = getpagesize();
 	e->len = e->npages * e->page_size;
 	e->nwords = e->len / sizeof(uint64_t);
@@ -673,15 +743,20 @@ static bool env_setup(struct __test_metadata *_metadata, struct env *e,
 	e->src_pfn = calloc(e->npages, sizeof(uint64_t));
 	ASSERT_TRUE(e->pages && e->nodes && e->status && e->where &&
 		    e->content && e->src_pfn);
-	e->new_pfn = mmap(NULL, REUSE_FACTOR * MAX_PAGES * sizeof(uint64_t),
+	e->new_pfn = mmap(NULL, REUSE_FACTOR * e->npages * sizeof(uint64_t),
 			  PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			  -1, 0);
 	ASSERT_NE(e->new_pfn, MAP_FAILED);
 
-	if (kind == BUF_ANON) {
-		e->rbuf = mmap(NULL, e->len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (kind == BUF_ANON || kind == BUF_SHM) {
+		int flags = kind == BUF_ANON ? MAP_PRIVATE : MAP_SHARED;
+
+		e->rbuf = map_aligned(e->len, lay ? lay->align : e->page_size,
+				      flags);
 		ASSERT_NE(e->rbuf, MAP_FAILED);
+		if (lay && lay->hugepage)
+			ASSERT_EQ(madvise(e->rbuf, e->len, MADV_HUGEPAGE), 0);
+		/* Write faults: a read fault would map the zero page. */
 		fill_words(e->rbuf, e->nwords, 0, 0);
 		if (anon_ro)
 			ASSERT_EQ(mprotect(e->rbuf, e->len, PROT_READ), 0);
@@ -725,6 +800,12 @@ static bool env_setup(struct __test_metadata *_metadata, struct env *e,
 
 	publish(e, 0, 0);
 	return true;
+}
+
+static bool env_setup(struct __test_metadata *_metadata, struct env *e,
+		      enum buf_kind kind, bool anon_ro)
+{
+	return env_setup_layout(_metadata, e, kind, anon_ro, NULL);
 }
 
 static void env_teardown(struct env *e)
@@ -851,10 +932,64 @@ static void report(struct __test_metadata *_metadata, struct env *e,
 	ASSERT_EQ(stale, 0UL);
 }
 
+/* What one move of the buffer deferred, and its PMD flushes. */
+static void count_large_move(struct env *e, const struct counters *c0,
+			     int moved)
+{
+	long long d, p;
+	struct counters c1;
+
+	if (!moved)
+		return;
+	read_counters(&c1);
+	d = counter(&c1, "migrc_deferred_pages") -
+	    counter(c0, "migrc_deferred_pages");
+	p = counter(&c1, "migrc_pmd_entries") -
+	    counter(c0, "migrc_pmd_entries");
+	e->large_moves++;
+	e->large_moved += moved;
+	e->large_deferred += d;
+	if (d > e->large_max_deferred)
+		e->large_max_deferred = d;
+	if (d < moved && !e->large_short++) {
+		*e->short0 = *c0;
+		*e->short1 = c1;
+	}
+	/* The kernel may lack the counter: then it stays -1, failing. */
+	e->large_pmd = counter(&c1, "migrc_pmd_entries") < 0 ? -1 :
+		       e->large_pmd + p;
+}
+
+/*
+ * 6.12 splits an anonymous mTHP at its second move: try_to_migrate()
+ * unmaps it PTE by PTE, which leaves it partially mapped for a moment and
+ * queues it for a deferred split; the destination inherits the queueing,
+ * and the next migrate_pages() splits a partially mapped folio before it
+ * moves it.  So before every move, give the readers new mTHPs with the
+ * same data, on the node the buffer is on: built in a VMA of their own,
+ * then moved over the buffer by mremap(), which keeps their PTEs.
+ */
+static void refresh_large(struct __test_metadata *_metadata, struct env *e)
+{
+	void *p;
+
+	ASSERT_EQ(bind_to_node(e->node[e->cur]), 0);
+	p = map_aligned(e->len, e->align, MAP_PRIVATE);
+	ASSERT_NE(p, MAP_FAILED);
+	fill_words(p, e->nwords, e->gen, 0);
+	ASSERT_EQ(syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0), 0);
+	ASSERT_EQ(mprotect(p, e->len, PROT_READ), 0);
+	ASSERT_EQ(madvise(p, e->len, MADV_DONTFORK), 0);
+	ASSERT_EQ(mremap(p, e->len, e->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+			 e->rbuf), (void *)e->rbuf);
+}
+
 static void run_test(struct __test_metadata *_metadata, struct env *e,
 		     const struct hazard *hz)
 {
+	struct counters c0;
 	double deadline;
+	int moved;
 
 	e->deferred0 = read_counter("migrc_deferred_pages");
 	start_readers(_metadata, e);
@@ -862,10 +997,16 @@ static void run_test(struct __test_metadata *_metadata, struct env *e,
 	while (now_s() < deadline) {
 		int src = e->node[e->cur], dst = e->node[!e->cur];
 
+		if (e->refresh)
+			refresh_large(_metadata, e);
 		if (hz->pre)
 			hz->pre(_metadata, e, src, dst);
 		record_pfns(e->src_pfn, e->rbuf, e->npages, e->page_size);
-		move_all(e, dst);
+		if (e->count_large)
+			read_counters(&c0);
+		moved = move_all(e, dst);
+		if (e->count_large)
+			count_large_move(e, &c0, moved);
 		e->cur = !e->cur;
 		hz->post(_metadata, e, src, dst);
 		if (wait_readers(e))
@@ -904,10 +1045,22 @@ static void reuse_helper(struct env *e, int cmd, int ack)
 
 		/* Allocate the new area before freeing the old one. */
 		bind_to_node(node);
-		p = mmap(NULL, sz, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			_exit(1);
+		if (e->large) {
+			/*
+			 * Freed large folios are free blocks of their order,
+			 * which order-0 allocations reach last: take folios
+			 * of the buffer's sizes (a PMD THP needs the advice).
+			 */
+			p = map_aligned(sz, e->align, MAP_PRIVATE);
+			if (p == MAP_FAILED ||
+			    madvise((void *)p, sz, MADV_HUGEPAGE))
+				_exit(1);
+		} else {
+			p = mmap(NULL, sz, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (p == MAP_FAILED)
+				_exit(1);
+		}
 		for (i = 0; i < sz / sizeof(*p); i++)
 			p[i] = FILLER;
 		if (old)
@@ -956,17 +1109,17 @@ FIXTURE_TEARDOWN(reuse)
 	env_teardown(&self->e);
 }
 
-TEST_F_TIMEOUT(reuse, freed_source_pages, TEST_TIMEOUT)
+static void run_reuse(struct __test_metadata *_metadata, struct env *e)
 {
 	static const struct hazard hz = {
 		.what = "reuse", .post = reuse_post,
 	};
 	int cmd, ack;
 
-	if (!spawn_child(_metadata, &self->e, &cmd, &ack))
-		reuse_helper(&self->e, cmd, ack);
-	publish(&self->e, 0, PUB_EXACT);
-	run_test(_metadata, &self->e, &hz);
+	if (!spawn_child(_metadata, e, &cmd, &ack))
+		reuse_helper(e, cmd, ack);
+	publish(e, 0, PUB_EXACT);
+	run_test(_metadata, e, &hz);
 	/*
 	 * With PFNs readable, make sure that reuse really happened.  Not with
 	 * migrc on: it frees deferred sources to the tail of the free lists,
@@ -974,11 +1127,16 @@ TEST_F_TIMEOUT(reuse, freed_source_pages, TEST_TIMEOUT)
 	 * comes first when they are is what the debug kernel checks (and the
 	 * inject test of the harness, which frees them untagged to the head).
 	 */
-	if (self->e.pfn_ok && !cmdline_has("migrc=on")) {
-		ASSERT_GT(self->e.reused, 0UL);
-	} else if (!self->e.reused) {
+	if (e->pfn_ok && !cmdline_has("migrc=on")) {
+		ASSERT_GT(e->reused, 0UL);
+	} else if (!e->reused) {
 		TH_LOG("migrc=on: no freed source page was reused during the test");
 	}
+}
+
+TEST_F_TIMEOUT(reuse, freed_source_pages, TEST_TIMEOUT)
+{
+	run_reuse(_metadata, &self->e);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1672,7 +1830,339 @@ TEST_F_TIMEOUT(expired, write_after_timeout_seen, TEST_TIMEOUT)
 }
 
 /* ---------------------------------------------------------------------- */
-/* 12. Counters; keep this fixture last so that it sees every other test. */
+/* 12. Large folios: the same hazards on anonymous and shmem mTHP, PMD THP */
+
+#define THP_SYSFS		"/sys/kernel/mm/transparent_hugepage/"
+#define NUMA_BALANCING		"/proc/sys/kernel/numa_balancing"
+#define MTHP_SMALL_KB		16
+#define MTHP_LARGE_KB		64
+
+/* What the fixture changed, to restore. */
+struct large_state {
+	bool thp_pushed;	/* THP settings */
+	char numab[16];		/* NUMA balancing mode, or "" */
+};
+
+FIXTURE(large) {
+	struct env e;
+	struct large_state st;
+};
+
+FIXTURE_VARIANT(large) {
+	enum buf_kind kind;
+	bool pmd;	/* one PMD-mapped THP, else 64 kB and 16 kB mTHPs */
+};
+
+FIXTURE_VARIANT_ADD(large, anon_mthp) {
+	.kind = BUF_ANON,
+};
+
+FIXTURE_VARIANT_ADD(large, shmem_mthp) {
+	.kind = BUF_SHM,
+};
+
+FIXTURE_VARIANT_ADD(large, anon_thp) {
+	.kind = BUF_ANON,
+	.pmd = true,
+};
+
+static int kb_order(unsigned long kb)
+{
+	return __builtin_ctzl(kb * 1024 / getpagesize());
+}
+
+static bool thp_size_file(unsigned long kb, const char *name)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), THP_SYSFS "hugepages-%lukB/%s", kb,
+		 name);
+	return !access(path, W_OK);
+}
+
+FIXTURE_SETUP(large)
+{
+	const char *name = variant->kind == BUF_SHM ? "shmem_enabled" :
+			   "enabled";
+	unsigned long pmd_kb = read_pmd_pagesize() / 1024;
+
+	self->st.thp_pushed = false;
+	self->st.numab[0] = 0;
+	if (geteuid() != 0)
+		SKIP(return, "needs root: THP settings, /proc/kpageflags");
+	if (!pmd_kb || !thp_size_file(pmd_kb, name))
+		SKIP(return, "no " THP_SYSFS "hugepages-<PMD size>kB/%s", name);
+	if (!variant->pmd && (!thp_size_file(MTHP_SMALL_KB, name) ||
+			      !thp_size_file(MTHP_LARGE_KB, name)))
+		SKIP(return, "no " THP_SYSFS "hugepages-{%d,%d}kB/%s",
+		     MTHP_SMALL_KB, MTHP_LARGE_KB, name);
+	/*
+	 * Only saved here: a setup that fails is not torn down, so the
+	 * settings change in large_env(), within the test.
+	 */
+	thp_save_settings();
+}
+
+FIXTURE_TEARDOWN(large)
+{
+	/* Until env_setup() has begun, its descriptors are not -1 yet. */
+	if (self->e.ctl)
+		env_teardown(&self->e);
+	if (self->st.thp_pushed)
+		thp_restore_settings();
+	if (self->st.numab[0])
+		write_str(NUMA_BALANCING, self->st.numab);
+}
+
+/*
+ * Folio sizes of the buffer, from the PFN of each page and its flags in
+ * /proc/kpageflags: a folio is a compound head followed by the tails at
+ * the next PFNs.  Every page must be in a large folio (KPF_THP); the mTHP
+ * buffer must hold both sizes, the PMD one a single PMD-mapped THP.  Run
+ * after faulting the buffer in and again after the test: a move whose
+ * large destination could not be allocated splits the folio, and the test
+ * would then have moved order-0 pages.
+ */
+static void check_large(struct __test_metadata *_metadata, struct env *e,
+			bool pmd, const char *when)
+{
+	int pm, kf, i, nr = 0, folios[3] = { 0 }, small = 0, lens[3];
+	uint64_t flags, head = 0;
+	unsigned long pfn;
+
+	lens[0] = MTHP_SMALL_KB * 1024 / e->page_size;
+	lens[1] = MTHP_LARGE_KB * 1024 / e->page_size;
+	lens[2] = read_pmd_pagesize() / e->page_size;
+	pm = open("/proc/self/pagemap", O_RDONLY);
+	kf = open("/proc/kpageflags", O_RDONLY);
+	ASSERT_TRUE(pm >= 0 && kf >= 0) {
+		TH_LOG("cannot open pagemap or kpageflags: %s",
+		       strerror(errno));
+	}
+	for (i = 0; i <= e->npages; i++) {
+		flags = 0;
+		pfn = 0;
+		if (i < e->npages) {
+			(void)*(volatile uint64_t *)e->pages[i];
+			pfn = pagemap_get_pfn(pm, e->pages[i]);
+			ASSERT_NE(pfn, -1UL);
+			ASSERT_EQ(pread(kf, &flags, sizeof(flags),
+					pfn * sizeof(flags)),
+				  (ssize_t)sizeof(flags));
+		}
+		if (nr && (flags & (1ULL << KPF_COMPOUND_TAIL)) &&
+		    pfn == head + nr) {
+			nr++;
+			continue;
+		}
+		/* A folio ended at page i - 1. */
+		if (nr == lens[0])
+			folios[0]++;
+		else if (nr == lens[1])
+			folios[1]++;
+		else if (nr == lens[2])
+			folios[2]++;
+		else
+			small += nr;
+		nr = 0;
+		if (i == e->npages)
+			break;
+		if ((flags & (1ULL << KPF_COMPOUND_HEAD)) &&
+		    (flags & (1ULL << KPF_THP))) {
+			head = pfn;
+			nr = 1;
+		} else {
+			small++;
+		}
+	}
+	close(pm);
+	close(kf);
+	TH_LOG("%s: %d pages in %d kB folios, %d in %d kB, %d in PMD THPs, %d in other folios",
+	       when, folios[0] * lens[0], MTHP_SMALL_KB,
+	       folios[1] * lens[1], MTHP_LARGE_KB, folios[2] * lens[2], small);
+	ASSERT_EQ(small, 0) {
+		TH_LOG("the buffer is not (only) made of large folios");
+	}
+	if (pmd) {
+		ASSERT_EQ(folios[2], 1);
+		/* AnonHugePages: mapped by a PMD, not by PTEs. */
+		ASSERT_TRUE(check_huge_anon(e->rbuf, 1, read_pmd_pagesize()));
+	} else {
+		ASSERT_TRUE(folios[0] && folios[1]);
+	}
+}
+
+/*
+ * Set the THP sizes, create the buffer and check its folios.  mTHP: a
+ * 64 kB aligned VMA of 64 kB + 2 x 16 kB with only those sizes enabled
+ * gets one 64 kB folio and, where 64 kB no longer fits, two of 16 kB; the
+ * PMD size is off, so that nothing (khugepaged) makes a PMD of them.
+ * PMD: one 2 MB aligned, MADV_HUGEPAGE THP and no mTHP size.
+ */
+static bool large_env(struct __test_metadata *_metadata, struct env *e,
+		      struct large_state *st, enum buf_kind kind, bool pmd)
+{
+	int pmd_order = kb_order(read_pmd_pagesize() / 1024), i;
+	size_t ps = getpagesize();
+	struct thp_settings s;
+	struct layout lay;
+
+	thp_read_settings(&s);
+	s.thp_enabled = THP_MADVISE;
+	s.thp_defrag = THP_DEFRAG_MADVISE;
+	for (i = 0; i < NR_ORDERS; i++) {
+		s.hugepages[i].enabled = THP_NEVER;
+		s.shmem_hugepages[i].enabled = SHMEM_NEVER;
+	}
+	if (pmd) {
+		s.hugepages[pmd_order].enabled = THP_INHERIT;
+		lay = (struct layout) {
+			.pages = read_pmd_pagesize() / ps,
+			.align = read_pmd_pagesize(),
+			.hugepage = true,
+		};
+	} else {
+		s.hugepages[kb_order(MTHP_SMALL_KB)].enabled = THP_ALWAYS;
+		s.hugepages[kb_order(MTHP_LARGE_KB)].enabled = THP_ALWAYS;
+		s.shmem_hugepages[kb_order(MTHP_SMALL_KB)].enabled =
+			SHMEM_ALWAYS;
+		s.shmem_hugepages[kb_order(MTHP_LARGE_KB)].enabled =
+			SHMEM_ALWAYS;
+		lay = (struct layout) {
+			.pages = (MTHP_LARGE_KB + 2 * MTHP_SMALL_KB) * 1024 / ps,
+			.align = MTHP_LARGE_KB * 1024,
+		};
+	}
+	thp_push_settings(&s);
+	st->thp_pushed = true;
+	/*
+	 * NUMA balancing's scanner write-protects the buffer at random
+	 * moments, which rightly keeps a move from deferring
+	 * (migrc_wp_in_flight), and its faults move the pages behind the
+	 * mover's back: the counts below are the mover's only without it.
+	 */
+	if (!read_str(NUMA_BALANCING, st->numab, sizeof(st->numab)) &&
+	    write_str(NUMA_BALANCING, "0"))
+		st->numab[0] = 0;
+	if (!env_setup_layout(_metadata, e, kind, true, &lay))
+		return false;
+	e->large = true;
+	e->align = lay.align;
+	e->refresh = kind == BUF_ANON && !pmd;
+	e->short0 = calloc(2, sizeof(*e->short0));
+	ASSERT_NE(e->short0, NULL);
+	e->short1 = e->short0 + 1;
+	check_large(_metadata, e, pmd, "faulted in");
+	e->count_large = cmdline_has("migrc=on");
+	return true;
+}
+
+/*
+ * With migrc=on, what the moves deferred.  A PTE-mapped large folio
+ * unmapped read-only, with a reader on another CPU holding its TLB
+ * entries, is deferred: the moves must defer at least 7/8 of the pages
+ * they moved.  Not all: a write-protect of the process that happens to be
+ * in flight rightly makes a move flush at once (migrc_wp_in_flight: seen
+ * in 1 move of 300 while NUMA balancing scanned, before the fixture
+ * turned it off; the margin keeps the test from depending on there being
+ * no other such writer).  A kernel that flushes large folios at once
+ * defers none of them, one that defers only the 16 kB folios a third.
+ * A PMD-mapped THP is flushed at once: each move flushes
+ * its PMD (migrc_pmd_entries) and defers none of its pages, so no move
+ * may defer as many pages as the THP has (fewer is other activity in
+ * the system, which the global counter also sees).
+ */
+static void check_large_counters(struct __test_metadata *_metadata,
+				 struct env *e, bool pmd)
+{
+	int i;
+
+	if (!e->count_large)
+		return;
+	TH_LOG("migrc=on: %lu moves of %lu pages deferred %lld pages, at most %lld in one move",
+	       e->large_moves, e->large_moved, e->large_deferred,
+	       e->large_max_deferred);
+	TH_LOG("migrc=on: %lu moves deferred fewer pages than moved; %lld PMD flushes at once",
+	       e->large_short, e->large_pmd);
+	/* Why a move of mTHPs flushed at once: what else it counted. */
+	for (i = 0; !pmd && e->large_short && i < e->short1->n; i++) {
+		long long d = e->short1->val[i] -
+			      counter(e->short0, e->short1->name[i]);
+
+		if (d)
+			TH_LOG("first move that deferred fewer pages than it moved: %s +%lld",
+			       e->short1->name[i], d);
+	}
+	ASSERT_GT(e->large_moves, 0UL);
+	if (pmd) {
+		ASSERT_GE(e->large_pmd, (long long)e->large_moves) {
+			TH_LOG("migrc_pmd_entries missing or short");
+		}
+		ASSERT_LT(e->large_max_deferred, (long long)e->npages);
+	} else {
+		ASSERT_GE(e->large_deferred,
+			  (long long)(e->large_moved - e->large_moved / 8)) {
+			TH_LOG("moves of read-only mTHPs were flushed at once");
+		}
+	}
+}
+
+/* The freed sources of large folios reused by another process. */
+TEST_F_TIMEOUT(large, freed_source_pages, TEST_TIMEOUT)
+{
+	if (!large_env(_metadata, &self->e, &self->st, variant->kind,
+		       variant->pmd))
+		return;
+	run_reuse(_metadata, &self->e);
+	check_large(_metadata, &self->e, variant->pmd, "after the test");
+	check_large_counters(_metadata, &self->e, variant->pmd);
+}
+
+/* The readers' mapping made writable and written (mprotect hazard). */
+TEST_F_TIMEOUT(large, mprotect_write_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "mprotect", .post = mprotect_post,
+	};
+
+	if (!large_env(_metadata, &self->e, &self->st, variant->kind,
+		       variant->pmd))
+		return;
+	run_test(_metadata, &self->e, &hz);
+	check_large(_metadata, &self->e, variant->pmd, "after the test");
+	check_large_counters(_metadata, &self->e, variant->pmd);
+}
+
+/*
+ * write() into the shmem file behind the mapping (its page cache, not
+ * the page tables), through /proc/self/map_files.
+ */
+TEST_F_TIMEOUT(large, pwrite_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "file_write", .post = pwrite_post,
+	};
+	struct env *e = &self->e;
+	char path[64];
+
+	if (variant->kind != BUF_SHM)
+		SKIP(return, "anonymous memory has no file to write");
+	if (!large_env(_metadata, &self->e, &self->st, variant->kind,
+		       variant->pmd))
+		return;
+	snprintf(path, sizeof(path), "/proc/self/map_files/%lx-%lx",
+		 (unsigned long)e->rbuf, (unsigned long)e->rbuf + e->len);
+	e->fd = open(path, O_RDWR);
+	ASSERT_GE(e->fd, 0) {
+		TH_LOG("%s: %s", path, strerror(errno));
+	}
+	run_test(_metadata, e, &hz);
+	check_large(_metadata, e, variant->pmd, "after the test");
+	check_large_counters(_metadata, e, variant->pmd);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 13. Counters; keep this fixture last so that it sees every other test. */
 
 FIXTURE(counters) {
 	struct env e;
