@@ -729,6 +729,18 @@ static bool migrc_folio_eligible(struct migrc_batch *batch,
 		count_vm_events(MIGRC_EXCLUDED_LARGE, folio_nr_pages(folio));
 		return false;
 	}
+	/*
+	 * A page cache or shmem folio of PMD size may be mapped by a PMD in
+	 * another process, and do_set_pmd(), remove_migration_pmd(),
+	 * change_huge_pmd() and do_huge_pmd_numa_page() map it writable
+	 * without a barrier of ours (a shared shmem mapping gets a writable
+	 * PMD even on a read fault).  An anonymous one can only be mapped
+	 * writable while one mm maps it, whose PMD then is its only mapping.
+	 */
+	if (folio_test_pmd_mappable(folio) && !folio_test_anon(folio)) {
+		count_vm_events(MIGRC_EXCLUDED_LARGE, folio_nr_pages(folio));
+		return false;
+	}
 	if (folio_is_zone_device(folio) || folio_test_ksm(folio))
 		return false;
 	/*
@@ -755,9 +767,14 @@ struct migrc_batch *__migrc_batch_open(int reason, bool batched)
 		return outer;
 	/*
 	 * The source goes straight to the caller of alloc_contig_range(), and
-	 * memory_failure() handles the source itself: nothing to gain.
+	 * memory_failure() handles the source itself: nothing to gain.  A
+	 * long-term pin (memfd_pin_folios() for udmabuf, FOLL_LONGTERM GUP)
+	 * pins the destination next, and memfd_pin_folios() finds it in the
+	 * page cache without a page table walk, so no barrier runs before a
+	 * device or a kernel mapping writes it: never defer for one.
 	 */
-	if (reason == MR_CONTIG_RANGE || reason == MR_MEMORY_FAILURE)
+	if (reason == MR_CONTIG_RANGE || reason == MR_MEMORY_FAILURE ||
+	    reason == MR_LONGTERM_PIN)
 		return outer;
 	batch = migrc_batch_alloc(reason);
 	if (!batch)
@@ -866,9 +883,15 @@ void __migrc_note_pte(pte_t pteval)
 }
 
 /* See migrc_note_pmd(). */
-void __migrc_note_pmd(void)
+void __migrc_note_pmd(bool writable)
 {
+	struct migrc_batch *batch = current->migrc_batch;
+
 	count_vm_event(MIGRC_PMD_ENTRIES);
+	if (writable && batch && batch->active) {
+		batch->folio_ok = false;
+		count_vm_event(MIGRC_WRITABLE_ENTRIES);
+	}
 }
 
 /**
@@ -1291,6 +1314,14 @@ EXPORT_SYMBOL_GPL(migrc_debug_set_ptes);
 void migrc_debug_check_folio(struct folio *folio, unsigned long ip)
 {
 	unsigned long pfn = folio_pfn(folio), gen, i;
+
+	/*
+	 * Nothing pending: no record can be pending either.  The folio is
+	 * locked or its PTE lock held, so no deferral of it is committed
+	 * meanwhile.  Spares a 2 MB folio 512 lock round trips per write.
+	 */
+	if (!migrc_pending())
+		return;
 
 	for (i = 0; i < folio_nr_pages(folio); i++, pfn++) {
 		if (!migrc_debug_take(pfn, &gen, true))

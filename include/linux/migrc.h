@@ -415,7 +415,7 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		     unsigned long uaddr);
 
 void __migrc_note_pte(pte_t pteval);
-void __migrc_note_pmd(void);
+void __migrc_note_pmd(bool writable);
 void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred);
 
 /**
@@ -445,12 +445,14 @@ static inline void migrc_note_pte(pte_t pteval)
 /*
  * A PMD mapping that try_to_migrate() replaces, invalidated and flushed
  * at once by set_pmd_migration_entry(): counted, to show how much of
- * tiering's shootdowns migrc leaves to THPs mapped by PMD.
+ * tiering's shootdowns migrc leaves to THPs mapped by PMD.  A writable
+ * one keeps the folio's PTE entries elsewhere from being deferred, as a
+ * writable PTE does: remove_migration_pmd() restores it writable.
  */
-static inline void migrc_note_pmd(void)
+static inline void migrc_note_pmd(bool writable)
 {
 	if (migrc_enabled())
-		__migrc_note_pmd();
+		__migrc_note_pmd(writable);
 }
 
 /**
@@ -532,7 +534,7 @@ static inline void migrc_batch_close(struct migrc_batch *outer) { }
 static inline void migrc_unmap_begin(struct folio *folio) { }
 static inline bool migrc_unmap_end(struct folio *folio) { return false; }
 static inline void migrc_note_pte(pte_t pteval) { }
-static inline void migrc_note_pmd(void) { }
+static inline void migrc_note_pmd(bool writable) { }
 static inline void migrc_batch_commit(void) { }
 static inline void migrc_put_source(struct folio *src) { }
 static inline void migrc_free_frozen(struct folio *folio) { }
