@@ -69,14 +69,14 @@ check "skipped write flush: migrc_faults sees stale data" \
 # kthread on the reader's CPU often makes it flush its TLB on the way back
 # (switch_mm_irqs_off() catching up with the mm's tlb_gen), so the
 # injection is only sometimes seen; see Documentation/mm/migrc.rst.)
-inject skip_write_flush "-r fschange.pwrite.no_stale_read" fsw migrc_fschange
+inject skip_write_flush "-r reclaim.pwrite.no_stale_read" fsw migrc_fschange
 check "skipped write flush: migrc_fschange (pwrite after reclaim) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/fsw' && grep -q 'stale=[1-9]' '$tmp/fsw'"
 
 # A copy-on-write fault after reclaim: its new anonymous page is named
 # by no key, so only reclaim's unkeyed generation makes the fault's
 # barrier flush; skipped, the old data stays visible at the address.
-inject skip_write_flush "-r fschange.cow.no_stale_read" cow migrc_fschange
+inject skip_write_flush "-r reclaim.cow.no_stale_read" cow migrc_fschange
 check "skipped write flush: migrc_fschange (cow fault after reclaim) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/cow' && grep -q 'stale=[1-9]' '$tmp/cow'"
 

@@ -1,108 +1,206 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * migrc_fschange - no stale read after a change of file data, also when
- * reclaim freed the page with its TLB flush deferred.
+ * migration or reclaim freed the old page with its TLB flush deferred:
+ * the filesystem matrix.
  *
- * With migrc, reclaim that unmaps a clean folio whose PTEs are all
- * read-only frees it without the TLB shootdown; other CPUs keep an entry
- * for the freed page until the deferred flush.  When the file's data then
- * changes without a cached folio being written (direct I/O, fallocate()),
- * the stale entry shows the old data unless a barrier flushes first:
- * invalidate_inode_pages2_range() (which every O_DIRECT write passes) and
- * truncate_inode_pages_range() end with one, buffered writes have one in
- * generic_perform_write().  Files outside migrc's safe set are never
- * deferred (migrc_excluded_pages).
+ * With migrc, migration and reclaim that unmap a folio whose PTEs are all
+ * read-only free the old page without the TLB shootdown; other CPUs keep
+ * an entry for it until the deferred flush.  When the data at the address
+ * then changes, the stale entry shows the old data unless a barrier
+ * flushes first: buffered writes pass one under the folio lock
+ * (generic_perform_write(), iomap_write_begin()), write faults one in
+ * wp_page_reuse() and set_pte_range(), direct I/O and truncation one at
+ * the end of invalidate_inode_pages2_range() and
+ * truncate_inode_pages_range(), sub-block zeroing one on the folio it
+ * zeroes.  A migration's deferral is keyed (its destination page, its
+ * file), so a write elsewhere neither waits for it nor ends it; reclaim's
+ * is not, any barrier ends it.  Files outside migrc's safe set (of the
+ * filesystems here, all but ext4, XFS and tmpfs) are never deferred and
+ * are counted in migrc_excluded_pages instead.
+ *
+ * The binary is run once per filesystem (MIGRC_FS_DIR on ext4, XFS,
+ * btrfs, FUSE, 9p with cache=loose or tmpfs) and per boot (migrc=off,
+ * migrc=on, a kernel without migrc) by harness/tests/fs-matrix.sh.  Its
+ * tests are METHOD.CHANGE.no_stale_read, e.g. migrate.pwrite.no_stale_read;
+ * "-f migrate" selects every change under migration, "-v pwrite" pwrite
+ * under both methods (the harness adds the two up), "-r
+ * reclaim.dio.no_stale_read" one test.
  *
  * Method.  A file of MIGRC_TEST_PAGES pages (default 64) is made in
- * MIGRC_FS_DIR (default /mnt/migrc-ext4, an ext4 loop filesystem in the
- * test VM) and mapped read-only MAP_SHARED once.  The first word of page p
- * holds a value derived from p and the page's version (expected()).
- * Reader threads, pinned to every CPU but the first, sweep over the pages;
- * for each page that is not quiet they load the published version (acquire)
- * and then the word through the mapping with a volatile load, which must be
- * exactly the expected value.  They make no system calls (and take no page
- * fault, the main thread faults every page in), so only a real TLB flush
- * drops their entries (under QEMU TCG each vCPU keeps its software TLB
- * until the guest flushes it).  The main thread, on the first CPU, writes
- * the file back (reclaim does not free dirty page cache) and takes a group
- * of 8 pages per round:
+ * MIGRC_FS_DIR (default /mnt/migrc-ext4) and mapped read-only MAP_SHARED
+ * once.  The first word of page p holds a value derived from p and the
+ * page's version (expected()).  Reader threads, pinned to every CPU but
+ * the first, sweep over the pages; for each page that is not quiet they
+ * load the published version (acquire) and then the word through the
+ * mapping (a relaxed atomic load: one plain load each time), which must be
+ * exactly the expected value.
+ * They make no system calls (and take no page fault, the main thread
+ * faults every page in), so only a real TLB flush drops their entries
+ * (under QEMU TCG each vCPU keeps its software TLB until the guest
+ * flushes it).  The main thread, on the first CPU, writes the file back
+ * (reclaim does not free dirty page cache; migration gets the same clean
+ * folios) and takes a group of 8 pages per round:
  *
- *   1. it completes the batched flush the previous round's reclaim left in
- *      mm->tlb_flush_batched (MADV_DONTNEED of a scratch page: zap_pte_range()
- *      calls flush_tlb_batched_pending()), and waits until every reader
- *      has read the group again: each now holds a TLB entry for its pages
- *      (otherwise the MADV_PAGEOUT walk below would do that flush, after the
- *      readers stopped reading the group, and leave nothing stale);
+ *   1. it completes the batched flush the previous round left in
+ *      mm->tlb_flush_batched (MADV_DONTNEED of a scratch page:
+ *      zap_pte_range() calls flush_tlb_batched_pending()), and waits until
+ *      every reader has read the group again: each now holds a TLB entry
+ *      for its pages (otherwise the walk of step 3 would do that flush,
+ *      after the readers stopped reading the group, and leave nothing
+ *      stale);
  *   2. it sets the group quiet and waits until every reader finished the
  *      sweep it was in: no reader touches the group now, but their entries
  *      stay;
- *   3. MADV_PAGEOUT on the group (the only mapping, so mapcount 1), and
- *      mincore() counts the pages that really left the page cache;
+ *   3. the method, on the group (the only mapping of its pages, so
+ *      mapcount 1; neither method touches pages that another process maps
+ *      too):
+ *        reclaim  MADV_PAGEOUT; mincore() counts the pages that really
+ *                 left the page cache (reclaimed)
+ *        migrate  move_pages() of each page to the memory node it is not
+ *                 on (so every round alternates); the pages whose status
+ *                 is the node asked for are counted (moved);
  *   4. the change, for the variant, to version v + 1;
  *   5. after it returned, it publishes v + 1 (release), reads every page of
  *      the group itself (faulting it in on its own CPU, where MADV_PAGEOUT's
  *      lru_add_drain() will find it next time, and checking it too), and
  *      clears quiet.
  *
- * A reader that kept its entry for a freed page reads the page's old
- * version, which is counted as a stale read.  The page is not reused
- * before the flush (it is freed tagged), so the old version is what it
- * shows.  The check is exact: no change is in flight while a page is not
- * quiet, so any other value is a failure too.  max_age_ms is raised to 2 s
- * and max_pending_pages to 128 MB so that the time and size bounds cannot
- * hide a missing barrier (readers come back to a page within microseconds),
- * and unbound workqueues are kept on the main thread's CPU, so that the
- * change's I/O workers do not flush a reader's TLB by running on its CPU
+ * A reader that kept its entry for a page freed in step 3 reads the
+ * page's old version, which is counted as a stale read.  The page is not
+ * reused before the flush (it is freed tagged), so the old version is what
+ * it shows.  The check is exact: no change is in flight while a page is
+ * not quiet, so any other value is a failure too.  max_age_ms is raised to
+ * 2 s and max_pending_pages to 128 MB so that the time and size bounds
+ * cannot hide a missing barrier (readers come back to a page within
+ * microseconds), and unbound workqueues are kept on the main thread's CPU,
+ * as is the writer process of mmap_write, so that the change's I/O
+ * workers do not flush a reader's TLB by running on its CPU
  * (switch_mm_irqs_off() catching up with the mm's tlb_gen).
+ *
+ * Every mapping of the file is MADV_RANDOM and the file is written a page
+ * per pwrite(): XFS would otherwise cache a group in one large folio
+ * (from a multi-page write or from read-around), and reclaim defers
+ * order-0 folios only (without these, reclaim.pwrite on XFS deferred
+ * nothing, migrc_excluded_large counted every page).  tmpfs is only
+ * tested by migration: reclaim can only swap shmem out, and dirty.
  *
  * Variants (the change of step 4):
  *   dio         O_DIRECT pwrite() of the group through a second descriptor
- *               (skipped if the filesystem refuses O_DIRECT): only the new
- *               barrier in invalidate_inode_pages2_range() flushes
- *   pwrite      buffered pwrite(): generic_perform_write()'s barrier
- *   punch       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+ *               (skipped if the filesystem refuses O_DIRECT)
+ *   pwrite      buffered pwrite()
+ *   mmap_write  another process, forked at the start and pinned to the
+ *               main thread's CPU, maps the file PROT_READ | PROT_WRITE
+ *               MAP_SHARED; asked through a MAP_SHARED control block (a
+ *               futex), it stores v + 1 into each page of the group (a
+ *               write fault), then MADV_DONTNEEDs its range, so that the
+ *               group is again mapped by the test process alone
+ *   punch       FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE of the group
  *   zero_range  FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE (skipped if not
  *               supported)
+ *   subpunch    a hole punch of the first 512 bytes of each page of the
+ *               group, less than a block: the filesystem zeroes part of a
+ *               block in the page cache (ext4 __ext4_block_zero_page_range(),
+ *               XFS iomap zeroing, btrfs btrfs_truncate_block(), shmem
+ *               truncate_inode_partial_folio()); skipped if not supported
+ *   truncate    ftruncate() to the start of the group, then back to the
+ *               full size; always the last group of the file.  Readers
+ *               never touch a page past EOF: the group is quiet
+ *   clone       v + 1 is written to a second file, which is synced, then
+ *               FICLONERANGE of the group's range from it into the file
+ *               (XFS, btrfs); where the filesystem refuses, (EOPNOTSUPP,
+ *               EXDEV, EINVAL, ENOTTY) copy_file_range() (ext4, tmpfs,
+ *               FUSE, 9p: a copy through the page cache).  The log says
+ *               which
  *   remap       mmap(MAP_FIXED) of a second file, which holds version v + 1,
  *               over the group: the file's data did not change, the
- *               address now maps other data.  The range was reclaimed, so
- *               it has no present PTE and munmap() sends no flush; only
- *               the barrier in tlb_finish_mmu() does
- *   cow         the mapping is MAP_PRIVATE and writable, and the change is
- *               a store of v + 1 into each page: a copy-on-write fault on
- *               a PTE that reclaim cleared, whose new anonymous page no key
- *               of a migration would name; reclaim's deferral is unkeyed,
- *               so the fault's barrier flushes.  The next round on the
- *               group maps the file back (holding v) first
- * For punch and zero_range, odd versions are holes and read as zero, even
+ *               address now maps other data
+ *   cow         the mapping is MAP_PRIVATE and writable (its PTEs are
+ *               read-only until a write), and the change is a store of
+ *               v + 1 into each page: a copy-on-write fault.  The next
+ *               round on the group maps the file back (holding v) first
+ *   unrelated   pwrite() of the group's range of a second file in the same
+ *               directory: the file's data does not change and neither
+ *               does the version.  Nothing can be read stale; the test
+ *               shows that an unrelated writer neither breaks the deferral
+ *               nor is needed to end it
+ * For punch, zero_range, subpunch and truncate, odd versions are holes
+ * and read as zero (the first word: subpunch zeroes 512 bytes), even
  * versions are data, which is never zero: a round that finds the group a
- * hole first writes version v + 1 back (while quiet), then reclaims and
- * punches it to v + 2.  Truncation of whole pages also unmaps them, and
- * zap_pte_range() flushes the mm, so these two pass even without the
- * barrier in truncate_inode_pages_range(); dio and pwrite depend on their
- * barriers alone.  A change that passes no barrier at all (written into
- * the loop image behind ext4's back) is read stale in every round with
- * migrc on, and never with migrc off.
+ * hole first writes version v + 1 back (while quiet), then frees the
+ * pages and makes the hole, v + 2.
  *
- * Asserts: no stale read, by a reader or by the main thread; MADV_PAGEOUT
- * reclaimed at least one page (else nothing was tested); with migrc on and
- * the file on ext4 (the safe set), migrc_deferred_reclaim increased: the
- * deferral the test is about happened; with migrc on and the file
- * elsewhere, migrc_deferred_reclaim did not increase and
- * migrc_excluded_pages did (in the test VM: MIGRC_FS_DIR on the
- * repository, 9p, where punch and zero_range are skipped).  With migrc
- * off, or without migrc, only the first two.
+ * What protects the readers.  Some changes unmap the group first:
+ * truncation, hole punching and invalidation of whole pages
+ * (unmap_mapping_range()), munmap() under remap's MAP_FIXED, the
+ * copy-on-write fault that replaces a present PTE (ptep_clear_flush()).
+ * Zapping a present PTE flushes the readers' TLBs whatever migrc does;
+ * after reclaim the PTE is gone already, but the zap's walk calls
+ * flush_tlb_batched_pending(), which flushes the mm all the same.  The
+ * other changes depend on migrc's barrier alone.  Measured with every
+ * write barrier skipped (debugfs migrc/skip_write_flush, the debug
+ * kernel, migrc=on; ext4 four runs of 0.5 or 1 s, tmpfs two, XFS one,
+ * the same in every run): F fails (stale reads in every such run, 40,000
+ * to 5,700,000 of them), - passes (protected otherwise):
+ *
+ *                 ext4        XFS         tmpfs
+ *                 rcl  mig    rcl  mig    mig
+ *   dio           F    -      F    -      F
+ *   pwrite        F    F      F    F      F
+ *   mmap_write    F    F      F    F      F
+ *   punch         -    -      -    -      -
+ *   zero_range    -    -      -    -      (not supported)
+ *   subpunch      F    F      -    -      F
+ *   truncate      -    -      -    -      -
+ *   clone         F    F      -    -      F
+ *   remap         -    -      -    -      -
+ *   cow           F    -      F    -      -
+ *   unrelated     -    -      -    -      -
+ *
+ * dio after a migration invalidates the mapped destination, which unmaps
+ * it; after reclaim nothing is cached, so nothing is unmapped (tmpfs does
+ * O_DIRECT writes through the page cache: a buffered write).  XFS unmaps
+ * the whole pages of a sub-block punch and of a reflink before it changes
+ * them (xfs_flush_unmap_range()); ext4 zeroes the partial block in the
+ * cached folio, shmem too, and ext4 and tmpfs clone by copy_file_range(),
+ * a buffered write.  cow after a migration faults on the present PTE of
+ * the destination, whose replacement is flushed; after reclaim the PTE is
+ * none, the fault flushes nothing.  So the migration of a cow mapping is
+ * deferred (its PTEs are read-only until the write) and protected
+ * otherwise.  unrelated changes nothing the readers read.
+ * A change that passes no barrier at all (written into the loop image
+ * behind ext4's back) is read stale in every round with migrc on, and
+ * never with migrc off.
+ *
+ * Asserts: no stale read, by a reader or by the main thread; the method
+ * freed at least one page (else nothing was tested); with migrc on and the
+ * file in the safe set (ext4, XFS, tmpfs), the method's deferral counter
+ * increased (migrc_deferred_reclaim, or for migration
+ * migrc_deferred_pages less what reclaim added to it): the deferral the
+ * test is about happened, for unrelated too; with migrc on and the file
+ * elsewhere, that counter did not increase and migrc_excluded_pages did.
+ * With migrc off, or without migrc, only the first two.
  *
  * Environment: MIGRC_FS_DIR, MIGRC_TEST_PAGES, MIGRC_TEST_SECONDS (per
- * variant, default 2).  Needs 2 CPUs; root only to raise the bounds.
+ * case, default 2; every group is changed at least once, whatever the
+ * time).  Needs 2 CPUs, and 2 memory nodes for migrate; root only to raise
+ * the bounds.
  */
 #include "../kselftest_harness.h"
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdalign.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
+#include <linux/futex.h>
+#include <linux/mempolicy.h>
 
 #include "vm_util.h"
 #include "migrc_util.h"
@@ -118,47 +216,80 @@
 #define MAX_READERS		8
 #define GRACE_FACTOR		4
 #define READER_WAIT_S		10.0
+#define SUBPUNCH_LEN		512	/* less than any block */
 #define LONG_AGE_MS		"2000"
 #define BIG_PENDING		"32768"	/* pages, 128 MB */
 #define MIGRC_SYSFS		"/sys/kernel/mm/migrc/"
 #define MAGIC			0x6d67ULL
 
-enum change { DIO, PWRITE, PUNCH, ZERO_RANGE, REMAP, COW };
+enum method { RECLAIM, MIGRATE };
+
+enum change {
+	DIO, PWRITE, MMAP_WRITE, PUNCH, ZERO_RANGE, SUBPUNCH, TRUNCATE, CLONE,
+	REMAP, COW, UNRELATED,
+};
+
+/* How the clone variant changes the file, decided by its first round. */
+enum clone_how { CLONE_UNKNOWN, CLONE_IOCTL, CLONE_COPY };
 
 struct env;
 
+/* A cache line of its own each, for what the readers write. */
 struct reader {
-	pthread_t thread;
+	alignas(64) pthread_t thread;
 	int cpu;
 	int pin_err;
 	struct env *e;
 	/* Written by the reader. */
-	unsigned long sweeps __attribute__((aligned(64)));
+	alignas(64) unsigned long sweeps;
 	unsigned long stale;
 	size_t s_page;		/* the first stale read */
 	uint64_t s_got, s_ver;
-} __attribute__((aligned(64)));
+};
+
+/*
+ * MMAP_WRITE: the request block shared with the writer process.  The main
+ * thread fills in first and ver, then bumps seq; the writer sets done to
+ * seq once its range is unmapped again.  Both wait on a futex, not in a
+ * spin: they share the main CPU.
+ */
+struct ctl {
+	int ready;		/* the writer mapped the file, or failed to */
+	int pin_err, map_err;	/* how it failed to, errno values */
+	int seq;
+	int done;
+	int err;		/* the writer's first failure, an errno */
+	size_t first;
+	uint64_t ver;
+};
 
 /* What the parent undoes once the test process is gone. */
 struct saved {
 	char path[300];				/* the test file */
-	char path2[300];			/* REMAP's second file */
+	char path2[300];			/* the second file */
 	char old_age[32], old_pending[32];	/* "": not changed */
 	char old_wq_mask[64];			/* "": not changed */
 };
 
 struct env {
 	struct saved *s;
+	enum method method;
+	enum change how;
 	int fd, dfd;
-	int fd2;		/* REMAP: the second file */
+	int fd2;		/* REMAP, CLONE, UNRELATED: the second file */
+	int rfd, rfd2;		/* read-only: what the readers' mapping maps */
 	bool *alt;		/* REMAP: the group maps the second file */
 	bool *cowed;		/* COW: the group holds anonymous copies */
+	enum clone_how clone;
+	struct ctl *ctl;	/* MMAP_WRITE */
+	pid_t writer;		/* MMAP_WRITE: the writer process, or 0 */
 	int cpus[MAX_READERS + 1];
 	int ncpus, nreaders;
+	int nodes[2];		/* MIGRATE: the two nodes it moves between */
 	size_t psz, npages;
 	bool holes;		/* odd versions are holes */
 	char dir[256], fstype[32];
-	const volatile uint64_t *map;
+	const uint64_t *map;
 	char *scratch;		/* an anonymous page to zap */
 	uint64_t *buf;		/* GROUP pages, aligned for O_DIRECT */
 	uint64_t *pub;		/* published version of each page */
@@ -166,8 +297,9 @@ struct env {
 	struct reader *readers;
 	bool running;
 	/* Written by the main thread while the readers run. */
-	int stop __attribute__((aligned(64)));
-	unsigned long rounds, reclaimed, main_stale;
+	alignas(64) int stop;
+	unsigned long rounds, main_stale;
+	unsigned long freed;	/* pages reclaimed or moved in step 3 */
 	size_t m_page;		/* its first stale read */
 	uint64_t m_got, m_ver;
 };
@@ -181,6 +313,35 @@ static inline uint64_t expected(const struct env *e, size_t p, uint64_t ver)
 	if (e->holes && (ver & 1))
 		return 0;
 	return MAGIC << 48 | (uint64_t)(p + 1) << 32 | (uint32_t)ver;
+}
+
+static void *group_addr(const struct env *e, size_t first)
+{
+	return (void *)(e->map + first * (e->psz / sizeof(uint64_t)));
+}
+
+/*
+ * mmap() of the file, without read-around: a fault then reads one page
+ * into an order-0 folio, which reclaim can defer (see the top).
+ */
+static void *map_file(void *addr, size_t len, int prot, int flags, int fd,
+		      off_t off)
+{
+	void *p = mmap(addr, len, prot, flags, fd, off);
+
+	if (p != MAP_FAILED && madvise(p, len, MADV_RANDOM)) {
+		int err = errno;
+
+		munmap(p, len);
+		errno = err;
+		return MAP_FAILED;
+	}
+	return p;
+}
+
+static long futex(int *uaddr, int op, int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, uaddr, op, val, ts, NULL, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -210,7 +371,8 @@ static void *reader_main(void *arg)
 			if (__atomic_load_n(&e->quiet[p], __ATOMIC_ACQUIRE))
 				continue;
 			ver = __atomic_load_n(&e->pub[p], __ATOMIC_ACQUIRE);
-			got = e->map[p * words];
+			got = __atomic_load_n(&e->map[p * words],
+					      __ATOMIC_RELAXED);
 			if (__builtin_expect(got != expected(e, p, ver), 0))
 				record_stale(r, p, got, ver);
 		}
@@ -265,17 +427,137 @@ static void stop_readers(struct env *e)
 }
 
 /* ---------------------------------------------------------------------- */
+/* MMAP_WRITE's writer process */
+
+/*
+ * Runs in the child until it is killed; never returns.  It maps the file
+ * after the fork, so it holds no PTE of it but the ones it writes through,
+ * and drops those before it answers: MADV_PAGEOUT and move_pages() leave
+ * alone a page that another process maps too.
+ */
+static void writer_main(struct env *e, pid_t parent)
+{
+	const size_t words = e->psz / sizeof(uint64_t);
+	struct ctl *c = e->ctl;
+	uint64_t *w;
+	int seq = 0, err;
+	size_t i;
+
+	/* Dies with the test process, also when that one is killed. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	/* Where the main thread runs: never on a reader's CPU. */
+	c->pin_err = -pin_self(e->cpus[0]);
+	w = map_file(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
+		     MAP_SHARED, e->fd, 0);
+	c->map_err = w == MAP_FAILED ? errno : 0;
+	err = c->pin_err ?: c->map_err;
+	c->err = err;
+	__atomic_store_n(&c->ready, 1, __ATOMIC_RELEASE);
+	futex(&c->ready, FUTEX_WAKE, 1, NULL);
+	for (;;) {
+		while (__atomic_load_n(&c->seq, __ATOMIC_ACQUIRE) == seq)
+			futex(&c->seq, FUTEX_WAIT, seq, NULL);
+		seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+		if (!err) {
+			for (i = 0; i < GROUP; i++)
+				__atomic_store_n(&w[(c->first + i) * words],
+						 expected(e, c->first + i, c->ver),
+						 __ATOMIC_RELAXED);
+			if (madvise(w + c->first * words,
+				    GROUP * e->psz, MADV_DONTNEED))
+				err = errno;
+		}
+		if (err && !c->err)
+			c->err = err;
+		__atomic_store_n(&c->done, seq, __ATOMIC_RELEASE);
+		futex(&c->done, FUTEX_WAKE, 1, NULL);
+	}
+}
+
+/* Fork the writer process, wait until it mapped the file; 0 or -errno. */
+static int start_writer(struct env *e)
+{
+	struct timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
+	double deadline = now_s() + READER_WAIT_S;
+	pid_t parent = getpid();
+
+	e->ctl = mmap(NULL, sizeof(*e->ctl), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (e->ctl == MAP_FAILED) {
+		e->ctl = NULL;
+		return -errno;
+	}
+	memset(e->ctl, 0, sizeof(*e->ctl));
+	e->writer = fork();
+	if (e->writer < 0) {
+		e->writer = 0;
+		return -errno;
+	}
+	if (!e->writer)
+		writer_main(e, parent);
+	while (!__atomic_load_n(&e->ctl->ready, __ATOMIC_ACQUIRE)) {
+		if (now_s() > deadline)
+			return -ETIMEDOUT;
+		futex(&e->ctl->ready, FUTEX_WAIT, 0, &ts);
+	}
+	return -e->ctl->err;
+}
+
+/* One request to the writer; 0 or -errno. */
+static int writer_request(struct env *e, size_t first, uint64_t ver)
+{
+	struct timespec ts = { .tv_nsec = 100 * 1000 * 1000 };
+	double deadline = now_s() + READER_WAIT_S;
+	struct ctl *c = e->ctl;
+	int seq, done;
+
+	c->first = first;
+	c->ver = ver;
+	seq = __atomic_add_fetch(&c->seq, 1, __ATOMIC_RELEASE);
+	futex(&c->seq, FUTEX_WAKE, 1, NULL);
+	while ((done = __atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) != seq) {
+		if (now_s() > deadline)
+			return -ETIMEDOUT;
+		futex(&c->done, FUTEX_WAIT, done, &ts);
+	}
+	return -c->err;
+}
+
+/* The writer waits for nothing but requests: kill it and reap it. */
+static void stop_writer(struct env *e)
+{
+	if (!e->writer)
+		return;
+	kill(e->writer, SIGKILL);
+	waitpid(e->writer, NULL, 0);
+	e->writer = 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* The main thread's steps */
 
-/* Write version @ver of the group at @first through @fd. */
+/*
+ * Write version @ver of the group at @first through @fd, a page per
+ * pwrite() (see map_file()); the number of bytes written, or -1.
+ */
 static ssize_t write_group(struct env *e, int fd, size_t first, uint64_t ver)
 {
 	size_t i, words = e->psz / sizeof(uint64_t);
+	ssize_t ret, done = 0;
 
 	memset(e->buf, 0, GROUP * e->psz);
-	for (i = 0; i < GROUP; i++)
+	for (i = 0; i < GROUP; i++) {
 		e->buf[i * words] = expected(e, first + i, ver);
-	return pwrite(fd, e->buf, GROUP * e->psz, first * e->psz);
+		ret = pwrite(fd, e->buf + i * words, e->psz,
+			     (first + i) * e->psz);
+		if (ret < 0)
+			return ret;
+		done += ret;
+		if ((size_t)ret < e->psz)
+			break;
+	}
+	return done;
 }
 
 /*
@@ -291,7 +573,7 @@ static void publish(struct env *e, size_t first, uint64_t ver)
 	for (p = first; p < first + GROUP; p++)
 		__atomic_store_n(&e->pub[p], ver, __ATOMIC_RELEASE);
 	for (p = first; p < first + GROUP; p++) {
-		got = e->map[p * words];
+		got = __atomic_load_n(&e->map[p * words], __ATOMIC_RELAXED);
 		if (got != expected(e, p, ver) && !e->main_stale++) {
 			e->m_page = p;
 			e->m_got = got;
@@ -300,9 +582,48 @@ static void publish(struct env *e, size_t first, uint64_t ver)
 	}
 }
 
-static void *group_addr(const struct env *e, size_t first)
+/* Step 3, reclaim: page the group out; how many pages left the cache. */
+static void reclaim_group(struct __test_metadata *_metadata, struct env *e,
+			  size_t first)
 {
-	return (void *)(e->map + first * (e->psz / sizeof(uint64_t)));
+	void *addr = group_addr(e, first);
+	unsigned char vec[GROUP];
+	size_t p;
+
+	ASSERT_EQ(madvise(addr, GROUP * e->psz, MADV_PAGEOUT), 0) {
+		TH_LOG("MADV_PAGEOUT: %s", strerror(errno));
+	}
+	ASSERT_EQ(mincore(addr, GROUP * e->psz, vec), 0);
+	for (p = 0; p < GROUP; p++)
+		e->freed += !(vec[p] & 1);
+}
+
+/* Step 3, migrate: each page to the node it is not on. */
+static void move_group(struct __test_metadata *_metadata, struct env *e,
+		       size_t first)
+{
+	int where[GROUP], to[GROUP], status[GROUP];
+	char *addr = group_addr(e, first);
+	void *pages[GROUP];
+	long ret;
+	size_t p;
+
+	for (p = 0; p < GROUP; p++)
+		pages[p] = addr + p * e->psz;
+	ASSERT_EQ(move_pages_sys(GROUP, pages, NULL, where, 0), 0) {
+		TH_LOG("move_pages (query): %s", strerror(errno));
+	}
+	for (p = 0; p < GROUP; p++) {
+		to[p] = where[p] == e->nodes[0] ? e->nodes[1] : e->nodes[0];
+		status[p] = INT_MIN;
+	}
+	/* Not MPOL_MF_MOVE_ALL: the pages are this process's alone. */
+	ret = move_pages_sys(GROUP, pages, to, status, MPOL_MF_MOVE);
+	ASSERT_GE(ret, 0) {
+		TH_LOG("move_pages: %s", strerror(errno));
+	}
+	for (p = 0; p < GROUP; p++)
+		e->freed += status[p] == to[p];
 }
 
 /* REMAP: map the file the group does not map now over it. */
@@ -312,8 +633,8 @@ static int remap_group(struct env *e, size_t first)
 	bool *alt = &e->alt[first / GROUP];
 	void *p;
 
-	p = mmap(group_addr(e, first), len, PROT_READ, MAP_SHARED | MAP_FIXED,
-		 *alt ? e->fd : e->fd2, off);
+	p = map_file(group_addr(e, first), len, PROT_READ,
+		     MAP_SHARED | MAP_FIXED, *alt ? e->rfd : e->rfd2, off);
 	if (p == MAP_FAILED)
 		return -errno;
 	*alt = !*alt;
@@ -323,37 +644,106 @@ static int remap_group(struct env *e, size_t first)
 /* COW: write version @ver through the private mapping. */
 static int cow_group(struct env *e, size_t first, uint64_t ver)
 {
-	volatile uint64_t *w = group_addr(e, first);
+	uint64_t *w = group_addr(e, first);
 	size_t i, words = e->psz / sizeof(uint64_t);
 
 	for (i = 0; i < GROUP; i++)
-		w[i * words] = expected(e, first + i, ver);
+		__atomic_store_n(&w[i * words], expected(e, first + i, ver),
+				 __ATOMIC_RELAXED);
 	e->cowed[first / GROUP] = true;
 	return 0;
 }
 
+/* SUBPUNCH: a hole in the first bytes of each page, less than a block. */
+static int subpunch_group(struct env *e, size_t first)
+{
+	int mode = FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+	size_t p;
+
+	for (p = first; p < first + GROUP; p++)
+		if (fallocate(e->fd, mode, p * e->psz, SUBPUNCH_LEN))
+			return -errno;
+	return 0;
+}
+
+/* TRUNCATE: the group past EOF, then back as a hole. */
+static int truncate_group(struct env *e, size_t first)
+{
+	if (ftruncate(e->fd, first * e->psz) ||
+	    ftruncate(e->fd, e->npages * e->psz))
+		return -errno;
+	return 0;
+}
+
+/*
+ * CLONE: the group's range of the second file into the file, by reflink
+ * where the filesystem has it, else by copy_file_range().
+ */
+static int clone_group(struct env *e, size_t first)
+{
+	loff_t in = first * e->psz, out = in;
+	size_t left = GROUP * e->psz;
+	struct file_clone_range r = {
+		.src_fd = e->fd2,
+		.src_offset = in,
+		.src_length = left,
+		.dest_offset = out,
+	};
+	ssize_t n;
+
+	if (e->clone != CLONE_COPY) {
+		if (!ioctl(e->fd, FICLONERANGE, &r)) {
+			e->clone = CLONE_IOCTL;
+			return 0;
+		}
+		if (e->clone == CLONE_IOCTL ||
+		    (errno != EOPNOTSUPP && errno != EXDEV &&
+		     errno != EINVAL && errno != ENOTTY))
+			return -errno;
+		e->clone = CLONE_COPY;
+	}
+	while (left) {
+		n = copy_file_range(e->fd2, &in, e->fd, &out, left, 0);
+		if (n <= 0)
+			return n ? -errno : -EIO;
+		left -= n;
+	}
+	return 0;
+}
+
 /* The variant's change of the group at @first to version @ver. */
-static int change(struct env *e, enum change how, size_t first, uint64_t ver)
+static int change(struct env *e, size_t first, uint64_t ver)
 {
 	off_t off = first * e->psz, len = GROUP * e->psz;
 	int keep = FALLOC_FL_KEEP_SIZE;
 
 	errno = EIO;		/* what a short write means */
-	switch (how) {
+	switch (e->how) {
 	case DIO:
 		return write_group(e, e->dfd, first, ver) == len ? 0 : -errno;
 	case PWRITE:
 		return write_group(e, e->fd, first, ver) == len ? 0 : -errno;
+	case MMAP_WRITE:
+		return writer_request(e, first, ver);
 	case PUNCH:
 		return fallocate(e->fd, FALLOC_FL_PUNCH_HOLE | keep, off, len) ?
 		       -errno : 0;
 	case ZERO_RANGE:
 		return fallocate(e->fd, FALLOC_FL_ZERO_RANGE | keep, off, len) ?
 		       -errno : 0;
+	case SUBPUNCH:
+		return subpunch_group(e, first);
+	case TRUNCATE:
+		return truncate_group(e, first);
+	case CLONE:
+		return clone_group(e, first);
 	case REMAP:
 		return remap_group(e, first);
 	case COW:
 		return cow_group(e, first, ver);
+	case UNRELATED:
+		/* Not the mapped file: @ver is the version it holds. */
+		return write_group(e, e->fd2, first, ver) == len ? 0 : -errno;
 	}
 	return -EINVAL;
 }
@@ -367,16 +757,19 @@ static void sync_readers(struct __test_metadata *_metadata, struct env *e,
 }
 
 /* One round, on the next group: the steps of the comment at the top. */
-static void one_round(struct __test_metadata *_metadata, struct env *e,
-		      enum change how)
+static void one_round(struct __test_metadata *_metadata, struct env *e)
 {
-	size_t first = e->rounds % (e->npages / GROUP) * GROUP, p;
+	size_t first = e->rounds % (e->npages / GROUP) * GROUP;
 	const ssize_t len = GROUP * e->psz;
-	uint64_t ver = e->pub[first];
-	unsigned char vec[GROUP];
-	void *addr = group_addr(e, first);
+	void *addr;
+	uint64_t ver;
 	int ret;
 
+	/* Only the last group can go past EOF and come back alone. */
+	if (e->how == TRUNCATE)
+		first = e->npages - GROUP;
+	addr = group_addr(e, first);
+	ver = e->pub[first];
 	if (e->holes && (ver & 1)) {
 		/* A hole: data back first, out of the readers' sight. */
 		set_quiet(e, first, 1);
@@ -385,25 +778,30 @@ static void one_round(struct __test_metadata *_metadata, struct env *e,
 		publish(e, first, ver);
 		set_quiet(e, first, 0);
 	}
-	if (how == REMAP) {
+	if (e->how == REMAP) {
 		/* The next version into the file not mapped there. */
 		int other = e->alt[first / GROUP] ? e->fd : e->fd2;
 
 		ASSERT_EQ(write_group(e, other, first, ver + 1), len);
 		ASSERT_EQ(fdatasync(other), 0);
 	}
-	if (how == COW && e->cowed[first / GROUP]) {
+	if (e->how == CLONE) {
+		/* The next version, where the clone takes it from. */
+		ASSERT_EQ(write_group(e, e->fd2, first, ver + 1), len);
+		ASSERT_EQ(fdatasync(e->fd2), 0);
+	}
+	if (e->how == COW && e->cowed[first / GROUP]) {
 		/*
 		 * The file under the group again, holding the version the
 		 * anonymous copies hold: readers see no change.
 		 */
 		ASSERT_EQ(write_group(e, e->fd, first, ver), len);
-		ASSERT_NE(mmap(addr, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_FIXED, e->fd,
-			       first * e->psz), MAP_FAILED);
+		ASSERT_NE(map_file(addr, len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_FIXED, e->fd,
+				   first * e->psz), MAP_FAILED);
 		e->cowed[first / GROUP] = false;
 	}
-	/* Clean: reclaim does not free dirty page cache. */
+	/* Clean: see the top. */
 	ASSERT_EQ(fdatasync(e->fd), 0);
 
 	/* 1. Complete the last round's batched flush; readers re-read. */
@@ -413,15 +811,15 @@ static void one_round(struct __test_metadata *_metadata, struct env *e,
 	/* 2. Quiet: nobody reads the group now, the entries stay. */
 	set_quiet(e, first, 1);
 	sync_readers(_metadata, e, 1);
-	/* 3. Reclaim. */
-	ASSERT_EQ(madvise(addr, len, MADV_PAGEOUT), 0) {
-		TH_LOG("MADV_PAGEOUT: %s", strerror(errno));
-	}
-	ASSERT_EQ(mincore(addr, len, vec), 0);
-	for (p = 0; p < GROUP; p++)
-		e->reclaimed += !(vec[p] & 1);
-	/* 4. The change. */
-	ret = change(e, how, first, ++ver);
+	/* 3. Reclaim or migrate. */
+	if (e->method == RECLAIM)
+		reclaim_group(_metadata, e, first);
+	else
+		move_group(_metadata, e, first);
+	/* 4. The change; an unrelated write changes no version. */
+	if (e->how != UNRELATED)
+		ver++;
+	ret = change(e, first, ver);
 	ASSERT_EQ(ret, 0) {
 		TH_LOG("change of pages %zu-%zu: %s", first,
 		       first + GROUP - 1, strerror(-ret));
@@ -433,68 +831,35 @@ static void one_round(struct __test_metadata *_metadata, struct env *e,
 }
 
 /* ---------------------------------------------------------------------- */
-/* Fixture */
-
-FIXTURE(fschange) {
-	struct env *e;		/* the test process's own */
-	struct saved s;		/* shared with the parent */
-};
-
-FIXTURE_VARIANT(fschange) {
-	enum change how;
-	const char *name;
-};
-
-FIXTURE_VARIANT_ADD(fschange, dio) {
-	.how = DIO,
-	.name = "dio",
-};
-
-FIXTURE_VARIANT_ADD(fschange, pwrite) {
-	.how = PWRITE,
-	.name = "pwrite",
-};
-
-FIXTURE_VARIANT_ADD(fschange, punch) {
-	.how = PUNCH,
-	.name = "punch",
-};
-
-FIXTURE_VARIANT_ADD(fschange, zero_range) {
-	.how = ZERO_RANGE,
-	.name = "zero_range",
-};
-
-FIXTURE_VARIANT_ADD(fschange, remap) {
-	.how = REMAP,
-	.name = "remap",
-};
-
-FIXTURE_VARIANT_ADD(fschange, cow) {
-	.how = COW,
-	.name = "cow",
-};
+/* Setup and teardown, shared by the two fixtures */
 
 /* Cheap checks only: whatever is created is created by the test. */
-FIXTURE_SETUP(fschange)
+static void setup(struct __test_metadata *_metadata, struct env **ep,
+		  struct saved *s, enum method m, enum change how)
 {
 	const char *dir = getenv("MIGRC_FS_DIR");
+	int nodes[64], nnodes;
 	struct env *e;
 	cpu_set_t set;
 	int i;
 
-	ASSERT_EQ(posix_memalign((void **)&self->e, 64, sizeof(*e)), 0);
-	e = self->e;
+	ASSERT_EQ(posix_memalign((void **)ep, 64, sizeof(*e)), 0);
+	e = *ep;
 	memset(e, 0, sizeof(*e));
-	e->s = &self->s;
+	e->s = s;
+	e->method = m;
+	e->how = how;
 	e->fd = -1;
 	e->dfd = -1;
 	e->fd2 = -1;
+	e->rfd = -1;
+	e->rfd2 = -1;
 	e->psz = psize();
 	e->npages = env_double("MIGRC_TEST_PAGES", DEFAULT_PAGES, 2 * GROUP,
 			       MAX_PAGES);
 	e->npages -= e->npages % GROUP;
-	e->holes = variant->how == PUNCH || variant->how == ZERO_RANGE;
+	e->holes = how == PUNCH || how == ZERO_RANGE || how == SUBPUNCH ||
+		   how == TRUNCATE;
 	snprintf(e->dir, sizeof(e->dir), "%s", dir && *dir ? dir : DEFAULT_DIR);
 
 	ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
@@ -504,11 +869,28 @@ FIXTURE_SETUP(fschange)
 	if (e->ncpus < 2)
 		SKIP(return, "need at least 2 CPUs");
 	e->nreaders = e->ncpus - 1;
+	if (m == MIGRATE) {
+		nnodes = memory_nodes(nodes, 64);
+		if (nnodes < 2)
+			SKIP(return, "need at least 2 memory nodes, found %d",
+			     nnodes);
+		e->nodes[0] = nodes[0];
+		e->nodes[1] = nodes[1];
+	}
+	/*
+	 * Keep NUMA balancing away from the test's mappings (an explicit
+	 * task policy lacks MPOL_F_MOF): its scan would write-protect the
+	 * readers' PTEs and flush their TLBs, and move pages on its own.
+	 * Allocation stays local, as by default.
+	 */
+	ASSERT_EQ(syscall(SYS_set_mempolicy, MPOL_LOCAL, NULL, 0), 0) {
+		TH_LOG("set_mempolicy(MPOL_LOCAL): %s", strerror(errno));
+	}
 	if (access(e->dir, W_OK))
-		SKIP(return, "%s: %s (set MIGRC_FS_DIR to a writable ext4 directory)",
+		SKIP(return, "%s: %s (set MIGRC_FS_DIR to a writable directory)",
 		     e->dir, strerror(errno));
 	migrc_fs_type(e->dir, e->fstype, sizeof(e->fstype));
-	if (!strcmp(e->fstype, "tmpfs"))
+	if (m == RECLAIM && !strcmp(e->fstype, "tmpfs"))
 		SKIP(return, "%s is on tmpfs, which reclaim can only swap out",
 		     e->dir);
 }
@@ -516,21 +898,22 @@ FIXTURE_SETUP(fschange)
 /*
  * In the parent, once the test process is gone, also after a failed
  * ASSERT (which skips FIXTURE_TEARDOWN in this harness): the bounds are
- * global and the file stays; threads, mappings and descriptors died with
- * the test process.
+ * global and the files stay; threads, mappings and descriptors died with
+ * the test process, and so did the writer process (PR_SET_PDEATHSIG),
+ * which the test process reaps itself when it ends normally.
  */
-FIXTURE_TEARDOWN_PARENT(fschange)
+static void teardown_parent(struct saved *s)
 {
-	if (self->s.old_wq_mask[0])
-		write_str(WQ_CPUMASK, self->s.old_wq_mask);
-	if (self->s.old_age[0])
-		write_str(MIGRC_SYSFS "max_age_ms", self->s.old_age);
-	if (self->s.old_pending[0])
-		write_str(MIGRC_SYSFS "max_pending_pages", self->s.old_pending);
-	if (self->s.path[0])
-		unlink(self->s.path);
-	if (self->s.path2[0])
-		unlink(self->s.path2);
+	if (s->old_wq_mask[0])
+		write_str(WQ_CPUMASK, s->old_wq_mask);
+	if (s->old_age[0])
+		write_str(MIGRC_SYSFS "max_age_ms", s->old_age);
+	if (s->old_pending[0])
+		write_str(MIGRC_SYSFS "max_pending_pages", s->old_pending);
+	if (s->path[0])
+		unlink(s->path);
+	if (s->path2[0])
+		unlink(s->path2);
 }
 
 /* Raise a migrc bound for the run, if there is one; @old keeps it. */
@@ -551,14 +934,39 @@ static void raise_bound(struct __test_metadata *_metadata, const char *name,
 	}
 }
 
-/* Create the file, map it, fault it in, start the readers. */
-static void prepare(struct __test_metadata *_metadata, struct env *e,
-		    enum change how)
+/* Skip the run if the filesystem lacks what the change needs. */
+static void probe(struct __test_metadata *_metadata, struct env *e)
+{
+	int mode = FALLOC_FL_KEEP_SIZE;
+	off_t len = e->psz;
+
+	switch (e->how) {
+	case PUNCH:
+		mode |= FALLOC_FL_PUNCH_HOLE;
+		break;
+	case SUBPUNCH:
+		mode |= FALLOC_FL_PUNCH_HOLE;
+		len = SUBPUNCH_LEN;
+		break;
+	case ZERO_RANGE:
+		mode |= FALLOC_FL_ZERO_RANGE;
+		break;
+	default:
+		return;
+	}
+	if (fallocate(e->fd, mode, 0, len) && errno == EOPNOTSUPP)
+		SKIP(return, "%s: fallocate() mode %#x of %lld bytes not supported",
+		     e->fstype, mode, (long long)len);
+}
+
+/* Create the files, map, fault in, start the readers (and the writer). */
+static void prepare(struct __test_metadata *_metadata, struct env *e)
 {
 	const ssize_t len = GROUP * e->psz;
+	enum change how = e->how;
 	size_t p;
 	ssize_t ret;
-	int i, rfd, err = 0;
+	int i, err = 0;
 
 	/* Not unlinked at once: 9p cannot resize an unlinked file. */
 	snprintf(e->s->path, sizeof(e->s->path), "%s/migrc_fschange.%d",
@@ -578,14 +986,9 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 	ASSERT_EQ(ftruncate(e->fd, e->npages * e->psz), 0) {
 		TH_LOG("ftruncate %s: %s", e->s->path, strerror(errno));
 	}
-	if (e->holes) {
-		int mode = FALLOC_FL_KEEP_SIZE | (how == PUNCH ?
-			   FALLOC_FL_PUNCH_HOLE : FALLOC_FL_ZERO_RANGE);
-
-		if (fallocate(e->fd, mode, 0, e->psz) && errno == EOPNOTSUPP)
-			SKIP(return, "%s: fallocate() mode %#x not supported",
-			     e->fstype, mode);
-	}
+	probe(_metadata, e);
+	if (_metadata->exit_code)
+		return;
 	ASSERT_EQ(posix_memalign((void **)&e->buf, e->psz, len), 0);
 	for (p = 0; p < e->npages; p += GROUP) {
 		ret = write_group(e, how == DIO ? e->dfd : e->fd, p, 0);
@@ -594,7 +997,7 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 		ASSERT_EQ(ret, len);
 	}
 	ASSERT_EQ(fsync(e->fd), 0);
-	if (how == REMAP) {
+	if (how == REMAP || how == CLONE || how == UNRELATED) {
 		snprintf(e->s->path2, sizeof(e->s->path2),
 			 "%s/migrc_fschange.%d.2", e->dir, getpid());
 		e->fd2 = open(e->s->path2, O_RDWR | O_CREAT | O_TRUNC, 0600);
@@ -602,6 +1005,8 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 			TH_LOG("create %s: %s", e->s->path2, strerror(errno));
 		}
 		ASSERT_EQ(ftruncate(e->fd2, e->npages * e->psz), 0);
+		e->rfd2 = open(e->s->path2, O_RDONLY);
+		ASSERT_GE(e->rfd2, 0);
 	}
 	e->alt = calloc(e->npages / GROUP, sizeof(*e->alt));
 	e->cowed = calloc(e->npages / GROUP, sizeof(*e->cowed));
@@ -611,17 +1016,31 @@ static void prepare(struct __test_metadata *_metadata, struct env *e,
 	e->quiet = calloc(e->npages, sizeof(*e->quiet));
 	ASSERT_NE(e->pub, NULL);
 	ASSERT_NE(e->quiet, NULL);
+	/* Before the readers, before the file is mapped here. */
+	if (how == MMAP_WRITE) {
+		ret = start_writer(e);
+		/* Uncached 9p refuses shared writable mappings. */
+		if (e->ctl && (e->ctl->map_err == EINVAL ||
+			       e->ctl->map_err == ENODEV)) {
+			stop_writer(e);
+			SKIP(return, "%s: no shared writable mapping: %s",
+			     e->fstype, strerror(e->ctl->map_err));
+		}
+		ASSERT_EQ(ret, 0) {
+			TH_LOG("cannot start the writer: %s", strerror(-ret));
+		}
+	}
 	/* Through a read-only descriptor: uncached 9p maps only those. */
-	rfd = open(e->s->path, O_RDONLY);
-	ASSERT_GE(rfd, 0);
+	e->rfd = open(e->s->path, O_RDONLY);
+	ASSERT_GE(e->rfd, 0);
 	if (how == COW)
-		e->map = mmap(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE, rfd, 0);
+		e->map = map_file(NULL, e->npages * e->psz,
+				  PROT_READ | PROT_WRITE, MAP_PRIVATE, e->rfd,
+				  0);
 	else
-		e->map = mmap(NULL, e->npages * e->psz, PROT_READ, MAP_SHARED,
-			      rfd, 0);
+		e->map = map_file(NULL, e->npages * e->psz, PROT_READ,
+				  MAP_SHARED, e->rfd, 0);
 	err = errno;
-	close(rfd);
 	ASSERT_NE(e->map, MAP_FAILED) {
 		TH_LOG("mmap %s: %s", e->s->path, strerror(err));
 	}
@@ -692,47 +1111,68 @@ static void delta(char *buf, size_t size, long long now, long long then)
 		snprintf(buf, size, "+%lld", now - then);
 }
 
-TEST_F_TIMEOUT(fschange, no_stale_read, TEST_TIMEOUT)
+/* ext4 and XFS declare FS_MIGRC_BARRIERS; tmpfs is shmem. */
+static bool in_safe_set(const char *fstype)
 {
-	struct env *e = self->e;
-	long long d0, x0, w0, deferred, excluded;
-	char sd[24], sx[24], sw[24], buf[16];
+	return !strcmp(fstype, "ext4") || !strcmp(fstype, "xfs") ||
+	       !strcmp(fstype, "tmpfs");
+}
+
+static const char *clone_name(enum clone_how c)
+{
+	return c == CLONE_IOCTL ? "FICLONERANGE" :
+	       c == CLONE_COPY ? "copy_file_range()" : "none";
+}
+
+/* The test of both fixtures. */
+static void no_stale_read(struct __test_metadata *_metadata, struct env *e,
+			  const char *name)
+{
+	const char *mname = e->method == RECLAIM ? "reclaim" : "migrate";
+	long long d0, r0, x0, w0, deferred, reclaimed, excluded;
+	char sd[24], sr[24], sx[24], sw[24], buf[16];
+	double seconds, start, now, deadline, hard;
 	unsigned long stale, min_rounds;
-	double seconds, now, deadline, hard;
 	bool has_counters, on, safe;
 	int i;
 
-	prepare(_metadata, e, variant->how);
-	if (_metadata->exit_code == KSFT_SKIP)
+	prepare(_metadata, e);
+	if (_metadata->exit_code)
 		return;
 	has_counters = read_vmstat("migrc_deferred_reclaim") >= 0;
 	on = has_counters &&
 	     !read_str(MIGRC_SYSFS "enabled", buf, sizeof(buf)) &&
 	     !strcmp(buf, "on");
-	/* ext4 is the one disk filesystem in the safe set today. */
-	safe = !strcmp(e->fstype, "ext4");
-	d0 = read_vmstat("migrc_deferred_reclaim");
+	safe = in_safe_set(e->fstype);
+	d0 = read_vmstat("migrc_deferred_pages");
+	r0 = read_vmstat("migrc_deferred_reclaim");
 	x0 = read_vmstat("migrc_excluded_pages");
 	w0 = read_vmstat("migrc_flush_write");
 
 	seconds = env_double("MIGRC_TEST_SECONDS", DEFAULT_SECONDS, 0.1,
 			     MAX_SECONDS);
-	now = now_s();
-	deadline = now + seconds;
-	hard = now + GRACE_FACTOR * seconds;
-	min_rounds = e->npages / GROUP;		/* every page once */
+	start = now_s();
+	deadline = start + seconds;
+	hard = start + GRACE_FACTOR * seconds;
+	/* Every group once; truncate changes only the last one. */
+	min_rounds = e->how == TRUNCATE ? 1 : e->npages / GROUP;
 	do {
-		one_round(_metadata, e, variant->how);
+		one_round(_metadata, e);
 		now = now_s();
 	} while (now < deadline || (e->rounds < min_rounds && now < hard));
 	stop_readers(e);
+	stop_writer(e);
 
-	deferred = read_vmstat("migrc_deferred_reclaim");
+	deferred = read_vmstat("migrc_deferred_pages");
+	reclaimed = read_vmstat("migrc_deferred_reclaim");
 	excluded = read_vmstat("migrc_excluded_pages");
 	delta(sd, sizeof(sd), deferred, d0);
+	delta(sr, sizeof(sr), reclaimed, r0);
 	delta(sx, sizeof(sx), excluded, x0);
 	delta(sw, sizeof(sw), read_vmstat("migrc_flush_write"), w0);
-	deferred -= d0;
+	/* Each method's own: reclaim counts in both counters. */
+	reclaimed -= r0;
+	deferred = e->method == RECLAIM ? reclaimed : deferred - d0 - reclaimed;
 	excluded -= x0;
 	stale = e->main_stale;
 	for (i = 0; i < e->nreaders; i++) {
@@ -744,34 +1184,204 @@ TEST_F_TIMEOUT(fschange, no_stale_read, TEST_TIMEOUT)
 	}
 	log_stale(_metadata, e, e->cpus[0], e->main_stale, e->m_page,
 		  e->m_got, e->m_ver);
-	TH_LOG("%s: rounds=%lu reclaimed=%lu/%lu deferred_reclaim=%s excluded=%s stale=%lu",
-	       variant->name, e->rounds, e->reclaimed, e->rounds * GROUP, sd,
-	       sx, stale);
-	TH_LOG("%s: %s on %s (%s the safe set), %d reader(s), migrc %s, flush_write=%s",
-	       variant->name, e->dir, e->fstype, safe ? "in" : "outside",
-	       e->nreaders, !has_counters ? "absent" : on ? "on" : "off", sw);
+	TH_LOG("%s.%s: %.2f s, rounds=%lu %s=%lu/%lu stale=%lu",
+	       mname, name, now - start, e->rounds,
+	       e->method == RECLAIM ? "reclaimed" : "moved", e->freed,
+	       e->rounds * GROUP, stale);
+	TH_LOG("%s.%s: deferred_pages=%s deferred_reclaim=%s excluded=%s flush_write=%s",
+	       mname, name, sd, sr, sx, sw);
+	TH_LOG("%s.%s: %s on %s (%s the safe set), %d reader(s), migrc %s%s%s",
+	       mname, name, e->dir, e->fstype, safe ? "in" : "outside",
+	       e->nreaders, !has_counters ? "absent" : on ? "on" : "off",
+	       e->how == CLONE ? ", clone by " : "",
+	       e->how == CLONE ? clone_name(e->clone) : "");
 
 	ASSERT_EQ(stale, 0UL);
-	ASSERT_GT(e->reclaimed, 0UL) {
-		TH_LOG("MADV_PAGEOUT reclaimed no page: this run tested nothing");
+	ASSERT_GT(e->freed, 0UL) {
+		TH_LOG("%s freed no page: this run tested nothing",
+		       e->method == RECLAIM ? "MADV_PAGEOUT" : "move_pages()");
 	}
 	if (!on)
 		return;
 	if (safe) {
 		ASSERT_GT(deferred, 0LL) {
-			TH_LOG("migrc on, %s in the safe set, but no deferral",
-			       e->fstype);
+			TH_LOG("migrc on, %s in the safe set, but %s deferred nothing",
+			       e->fstype, mname);
 		}
 	} else {
 		/* Its filesystem does not declare FS_MIGRC_BARRIERS. */
 		ASSERT_EQ(deferred, 0LL) {
-			TH_LOG("reclaim deferred the flush of pages of a file on %s",
-			       e->fstype);
+			TH_LOG("%s deferred the flush of pages of a file on %s",
+			       mname, e->fstype);
 		}
 		ASSERT_GT(excluded, 0LL) {
 			TH_LOG("migrc_excluded_pages did not count the file's pages");
 		}
 	}
+}
+
+/* ---------------------------------------------------------------------- */
+/* The fixtures: the method of step 3 */
+
+FIXTURE(reclaim) {
+	struct env *e;		/* the test process's own */
+	struct saved s;		/* shared with the parent */
+};
+
+FIXTURE(migrate) {
+	struct env *e;
+	struct saved s;
+};
+
+FIXTURE_VARIANT(reclaim) {
+	enum change how;
+	const char *name;
+};
+
+FIXTURE_VARIANT(migrate) {
+	enum change how;
+	const char *name;
+};
+
+/* Every change under both methods. */
+FIXTURE_VARIANT_ADD(reclaim, dio) {
+	.how = DIO,
+	.name = "dio",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, pwrite) {
+	.how = PWRITE,
+	.name = "pwrite",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, mmap_write) {
+	.how = MMAP_WRITE,
+	.name = "mmap_write",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, punch) {
+	.how = PUNCH,
+	.name = "punch",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, zero_range) {
+	.how = ZERO_RANGE,
+	.name = "zero_range",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, subpunch) {
+	.how = SUBPUNCH,
+	.name = "subpunch",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, truncate) {
+	.how = TRUNCATE,
+	.name = "truncate",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, clone) {
+	.how = CLONE,
+	.name = "clone",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, remap) {
+	.how = REMAP,
+	.name = "remap",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, cow) {
+	.how = COW,
+	.name = "cow",
+};
+
+FIXTURE_VARIANT_ADD(reclaim, unrelated) {
+	.how = UNRELATED,
+	.name = "unrelated",
+};
+
+FIXTURE_VARIANT_ADD(migrate, dio) {
+	.how = DIO,
+	.name = "dio",
+};
+
+FIXTURE_VARIANT_ADD(migrate, pwrite) {
+	.how = PWRITE,
+	.name = "pwrite",
+};
+
+FIXTURE_VARIANT_ADD(migrate, mmap_write) {
+	.how = MMAP_WRITE,
+	.name = "mmap_write",
+};
+
+FIXTURE_VARIANT_ADD(migrate, punch) {
+	.how = PUNCH,
+	.name = "punch",
+};
+
+FIXTURE_VARIANT_ADD(migrate, zero_range) {
+	.how = ZERO_RANGE,
+	.name = "zero_range",
+};
+
+FIXTURE_VARIANT_ADD(migrate, subpunch) {
+	.how = SUBPUNCH,
+	.name = "subpunch",
+};
+
+FIXTURE_VARIANT_ADD(migrate, truncate) {
+	.how = TRUNCATE,
+	.name = "truncate",
+};
+
+FIXTURE_VARIANT_ADD(migrate, clone) {
+	.how = CLONE,
+	.name = "clone",
+};
+
+FIXTURE_VARIANT_ADD(migrate, remap) {
+	.how = REMAP,
+	.name = "remap",
+};
+
+FIXTURE_VARIANT_ADD(migrate, cow) {
+	.how = COW,
+	.name = "cow",
+};
+
+FIXTURE_VARIANT_ADD(migrate, unrelated) {
+	.how = UNRELATED,
+	.name = "unrelated",
+};
+
+FIXTURE_SETUP(reclaim)
+{
+	setup(_metadata, &self->e, &self->s, RECLAIM, variant->how);
+}
+
+FIXTURE_SETUP(migrate)
+{
+	setup(_metadata, &self->e, &self->s, MIGRATE, variant->how);
+}
+
+FIXTURE_TEARDOWN_PARENT(reclaim)
+{
+	teardown_parent(&self->s);
+}
+
+FIXTURE_TEARDOWN_PARENT(migrate)
+{
+	teardown_parent(&self->s);
+}
+
+TEST_F_TIMEOUT(reclaim, no_stale_read, TEST_TIMEOUT)
+{
+	no_stale_read(_metadata, self->e, variant->name);
+}
+
+TEST_F_TIMEOUT(migrate, no_stale_read, TEST_TIMEOUT)
+{
+	no_stale_read(_metadata, self->e, variant->name);
 }
 
 TEST_HARNESS_MAIN

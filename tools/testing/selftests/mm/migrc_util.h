@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/vfs.h>
 
 /* Read a small file into buf without the trailing newline; 0 or -errno. */
 static inline int read_str(const char *path, char *buf, size_t size)
@@ -222,31 +223,48 @@ static inline long move_pages_sys(int count, void **pages, const int *nodes,
 /*
  * The type of the filesystem @path is on ("ext4", "9p", ...; "unknown" if
  * not found), from the mount whose device is @path's in
- * /proc/self/mountinfo.  statfs() cannot tell: 9p reports the f_type of
- * the filesystem it exports.
+ * /proc/self/mountinfo.  statfs() cannot tell 9p: it reports the f_type
+ * of the filesystem it exports.  It is the fallback for the mounts whose
+ * files have a device of their own (a btrfs subvolume's anonymous one).
  */
 static inline void migrc_fs_type(const char *path, char *type, size_t size)
 {
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} magics[] = {
+		{ 0x58465342, "xfs" },
+		{ 0x9123683e, "btrfs" },
+		{ 0x65735546, "fuse" },
+		{ 0x01021997, "9p" },
+		{ 0x01021994, "tmpfs" },
+	};
 	char line[4096], *sep;
-	unsigned int maj, min;
+	unsigned int maj, min, i;
+	struct statfs sfs;
 	struct stat st;
+	bool found = false;
 	FILE *f;
 
 	snprintf(type, size, "unknown");
 	if (stat(path, &st))
 		return;
 	f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%*s %*s %u:%u", &maj, &min) != 2 ||
-		    makedev(maj, min) != st.st_dev)
-			continue;
-		sep = strstr(line, " - ");
-		if (sep && sscanf(sep + 3, "%31s", type) == 1)
-			break;
+	if (f) {
+		while (!found && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %u:%u", &maj, &min) != 2 ||
+			    makedev(maj, min) != st.st_dev)
+				continue;
+			sep = strstr(line, " - ");
+			found = sep && sscanf(sep + 3, "%31s", type) == 1;
+		}
+		fclose(f);
 	}
-	fclose(f);
+	if (found || statfs(path, &sfs))
+		return;
+	for (i = 0; i < ARRAY_SIZE(magics); i++)
+		if ((unsigned long)sfs.f_type == magics[i].magic)
+			snprintf(type, size, "%s", magics[i].name);
 }
 
 #endif /* __MIGRC_UTIL_H__ */
