@@ -24,14 +24,14 @@
 #
 # Usage: harness/tests/fs-matrix.sh [--kernel K] [--seconds S] [BOOT...]
 #   --kernel K   the test kernel (default $MIGRC_KERNEL, else debug)
-#   --seconds S  per case (default 0.5; every group of the file is
+#   --seconds S  per case (default 0.3; every group of the file is
 #                changed at least once whatever S)
 #   BOOT         off on vanilla inject (default: all four)
 # TAP on stdout.  Exit status 0 when everything passed, 1 otherwise,
 # 2 on bad arguments.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-kernel=${MIGRC_KERNEL:-debug} seconds=0.5 boots=""
+kernel=${MIGRC_KERNEL:-debug} seconds=0.3 boots=""
 usage() { sed -n '4,31p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -104,17 +104,17 @@ vm() {
 	name=$1 k=$2 append=$3
 	shift 3
 	echo "# fs-matrix boot '$name': kernel $k, $append"
-	MIGRC_TEST_SECONDS=$seconds "$top/harness/vm-run" --kernel "$k" \
+	"$top/harness/vm-run" --kernel "$k" \
 		--topo numa2 --cpus 2 --append "$append" --timeout 1500 -- "$@"
 }
 
 for b in $boots; do
 	case $b in
 	off|on)
-		vm "$b" "$kernel" "migrc=$b" "$g" $all || rc=1 ;;
+		vm "$b" "$kernel" "migrc=$b" "$g" -s "$seconds" $all || rc=1 ;;
 	vanilla)
 		# -f and -r select the union: every reclaim case, one migration.
-		vm vanilla vanilla "" "$g" $plain -- -f reclaim \
+		vm vanilla vanilla "" "$g" -s "$seconds" $plain -- -f reclaim \
 			-r migrate.dio.no_stale_read || rc=1 ;;
 	inject)
 		# One boot, each case run alone: failing is what we want.
@@ -124,7 +124,7 @@ for b in $boots; do
 			for c in $(inject_cases "$t"); do
 				args="$args -r $c.no_stale_read"
 			done
-			cmd="$cmd $g $i $t -- $args;"
+			cmd="$cmd $g -s $seconds $i $t -- $args;"
 			i=""
 		done
 		vm inject debug migrc=on sh -c "$cmd" > "$tmp/inject" 2>&1
