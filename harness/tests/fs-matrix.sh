@@ -108,6 +108,8 @@ vm() {
 		--topo numa2 --cpus 2 --append "$append" --timeout 1500 -- "$@"
 }
 
+# $all and $plain are lists of words: split on purpose.
+# shellcheck disable=SC2086
 for b in $boots; do
 	case $b in
 	off|on)
