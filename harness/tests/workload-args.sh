@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..44"
+echo "1..53"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -89,6 +89,9 @@ refused "anon-ro: size 0" anon-ro -t 1 -s 0
 refused "anon-ro: trailing garbage in the seconds" anon-ro -s 1 -t 5s
 refused "anon-ro: negative seconds" anon-ro -s 1 -t -1
 refused "anon-ro: -p seals the buffer that -w writes" anon-ro -s 1 -t 1 -p -w 10
+refused "anon-ro: -c 0" anon-ro -s 1 -t 1 -c 0
+refused "anon-ro: -c above 100" anon-ro -s 1 -t 1 -c 101
+refused "anon-ro: -c with garbage" anon-ro -s 1 -t 1 -c 90%
 helps "anon-ro --help prints usage, status 0" anon-ro --help
 
 # harness/bench-copy checks its arguments before it boots anything.
@@ -136,6 +139,14 @@ t=harness/guest/tiering
 script_refused "tiering: --tcg-scale 0" $t "invalid --tcg-scale" --tcg-scale 0 damon -- true
 script_refused "tiering: unknown mode" $t "invalid mode" lru -- true
 script_refused "tiering: no command" $t "no command" numa --
+a=harness/guest/anon-steady
+script_refused "anon-steady: no BIN and OUT" $a "need BIN and OUT"
+script_refused "anon-steady: -c not a number" $a "not a number" -c 9x "$sel" "$tmp/x"
+script_refused "anon-steady: -w empty" $a "not a number" -w "" "$sel" "$tmp/x"
+# harness/demo checks its arguments before it removes build/demo.
+script_refused "demo: --parts with a part that does not exist" harness/demo "invalid --parts" --parts 1,6
+script_refused "demo: --parts empty" harness/demo "invalid --parts" --parts ""
+script_refused "demo: --awarm not a number" harness/demo "not a number" --awarm 20m
 # Outside the VM it refuses to touch the host's settings: status 1.
 env -u VMRUN "$top/$t" numa -- true > "$tmp/out" 2> "$tmp/err"
 rc=$?

@@ -23,8 +23,19 @@
  * word they hit with the value it already holds: writes that make pages
  * writable again while verification still holds.
  *
+ * With -c PERCENT it also finds out when tiering has cycled the fast node:
+ * the first demotion of a page written at start-up finds it writable, and
+ * only once most of those have moved is the run in its steady state.  It
+ * records the frame (/proc/self/pagemap, which shows frames to root only)
+ * of every page that the write phase left on the node its first thread
+ * runs on (move_pages() with no target), and at each interval counts the
+ * pages whose frame has changed since: a page that moved away and back
+ * almost never gets its old frame again, so the count is a lower bound of
+ * the pages that moved at least once.
+ *
  * Prints the time the write phase took ("anon-ro write: ..."), a line per
- * interval ("anon-ro interval A-B s: reads_per_s=..."), and at the end the
+ * interval ("anon-ro interval A-B s: reads_per_s=..."), with -c the moment
+ * the share was reached ("anon-ro cycled: ..."), and at the end the
  * one line that starts with "anon-ro:" (see show_usage()).  Exits 0 if
  * every word read right, 1 if any was wrong, 2 on a usage or setup error.
  */
@@ -38,10 +49,13 @@
 #include <stdatomic.h>
 #include <stdalign.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +77,7 @@ static struct {
 	unsigned int threads;
 	unsigned long seconds, interval;
 	unsigned int permille;		/* accesses that are writes */
+	unsigned int cycle_pct;		/* -c: 0 if not asked */
 	u64 seed;
 	bool seal;
 } opt = {
@@ -99,7 +114,7 @@ static void show_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: anon-ro [-s MB] [-r THREADS] [-t SECONDS] [-i SECONDS] [-p]\n"
-		"               [-w PERMILLE] [-S SEED]\n"
+		"               [-w PERMILLE] [-c PERCENT] [-S SEED]\n"
 		"Fill an anonymous buffer with a pattern, one slice per thread, then\n"
 		"read random words of all of it from every thread, one word per page\n"
 		"visited, verifying each: read-mostly anonymous memory, as model\n"
@@ -113,6 +128,10 @@ static void show_usage(FILE *f)
 		"  -p  seal: mprotect(PROT_READ) the buffer after the write phase\n"
 		"  -w  permille of the accesses that rewrite the word they hit with its\n"
 		"      own value, 0..1000 (default 0); not with -p\n"
+		"  -c  print 'anon-ro cycled: ...' once PERCENT (1..100) of the pages\n"
+		"      the write phase left on the first thread's node have moved to\n"
+		"      another frame (root: it reads frame numbers from pagemap), and\n"
+		"      the share moved on each interval line\n"
 		"  -S  seed of the pattern and the random walk (default: from the clock)\n"
 		"  -h, --help  this text\n"
 		"Prints 'anon-ro: size=MB threads=N seconds=S reads=N writes=N\n"
@@ -235,6 +254,100 @@ static void batch(struct worker *w, u64 *rng, unsigned long *reads,
 	}
 }
 
+/*
+ * -c: the frames of the pages the write phase left on the fast node (0 once
+ * a page has moved, or if it is not tracked), and how many have moved.
+ */
+#define PM_PRESENT	(1ULL << 63)
+#define PM_PFN_MASK	((1ULL << 55) - 1)
+#define CHUNK		4096	/* pages per pagemap read or move_pages() */
+
+static struct {
+	int fd;			/* /proc/self/pagemap */
+	unsigned int node;
+	u64 *pfn;
+	size_t tracked, moved;
+	bool reported;
+} cyc = { .fd = -1 };
+
+static bool pagemap_read(size_t first, size_t n, u64 *out)
+{
+	off_t off = (off_t)((uintptr_t)map / PAGE + first) * sizeof(u64);
+
+	return pread(cyc.fd, out, n * sizeof(u64), off) ==
+	       (ssize_t)(n * sizeof(u64));
+}
+
+/* Record the frames; 0 if tracking can start, else 2 (said why). */
+static int cycle_start(void)
+{
+	static u64 ent[CHUNK];
+	static void *pages[CHUNK];
+	static int status[CHUNK];
+	unsigned int cpu;
+	size_t i, j, n;
+
+	cyc.fd = open("/proc/self/pagemap", O_RDONLY);
+	cyc.pfn = calloc(nr_pages, sizeof(u64));
+	if (cyc.fd < 0 || !cyc.pfn || getcpu(&cpu, &cyc.node)) {
+		fprintf(stderr, "anon-ro: -c: /proc/self/pagemap or getcpu(): %s\n",
+			strerror(errno));
+		return 2;
+	}
+	for (i = 0; i < nr_pages; i += n) {
+		n = nr_pages - i < CHUNK ? nr_pages - i : CHUNK;
+		for (j = 0; j < n; j++)
+			pages[j] = (char *)map + (i + j) * PAGE;
+		/* No target nodes: it only says where each page is. */
+		if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0) ||
+		    !pagemap_read(i, n, ent)) {
+			fprintf(stderr, "anon-ro: -c: move_pages() or pagemap: %s\n",
+				strerror(errno));
+			return 2;
+		}
+		for (j = 0; j < n; j++) {
+			if (status[j] != (int)cyc.node || !(ent[j] & PM_PRESENT))
+				continue;
+			cyc.pfn[i + j] = ent[j] & PM_PFN_MASK;
+			if (!cyc.pfn[i + j]) {
+				fprintf(stderr, "anon-ro: -c: pagemap shows no frame numbers (needs CAP_SYS_ADMIN)\n");
+				return 2;
+			}
+			cyc.tracked++;
+		}
+	}
+	printf("anon-ro cycle: tracking the %zu pages on node %u\n",
+	       cyc.tracked, cyc.node);
+	return 0;
+}
+
+/*
+ * Count the tracked pages that left their frame (migrated, or swapped
+ * out: either way their next mapping is a new frame).  Returns the share
+ * moved in percent, or -1 if pagemap could not be read.
+ */
+static double cycle_check(void)
+{
+	static u64 ent[CHUNK];
+	size_t i, j, n;
+
+	for (i = 0; i < nr_pages; i += n) {
+		n = nr_pages - i < CHUNK ? nr_pages - i : CHUNK;
+		if (!pagemap_read(i, n, ent))
+			return -1;
+		for (j = 0; j < n; j++) {
+			u64 *pfn = &cyc.pfn[i + j];
+
+			if (*pfn && (!(ent[j] & PM_PRESENT) ||
+				     (ent[j] & PM_PFN_MASK) != *pfn)) {
+				*pfn = 0;
+				cyc.moved++;
+			}
+		}
+	}
+	return cyc.tracked ? cyc.moved * 100.0 / cyc.tracked : 100.0;
+}
+
 static void *worker_fn(void *arg)
 {
 	struct worker *w = arg;
@@ -287,6 +400,23 @@ static void assign_cpus(void)
 		workers[i].cpu = n ? cpus[i % n] : -1;
 }
 
+/* The end of an interval line with -c, and the line it prints once. */
+static void cycle_report(double t)
+{
+	double pct = cycle_check();
+
+	if (pct < 0) {
+		printf(" moved=?");
+		return;
+	}
+	printf(" moved=%.1f%%", pct);
+	if (cyc.reported || pct < opt.cycle_pct)
+		return;
+	cyc.reported = true;
+	printf("\nanon-ro cycled: %.1f%% of the %zu pages first on node %u have moved, after %.0f s of reads",
+	       pct, cyc.tracked, cyc.node, t);
+}
+
 static int parse_args(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -297,7 +427,7 @@ static int parse_args(int argc, char **argv)
 	unsigned long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:S:h", longopts,
+	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:c:S:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -325,6 +455,11 @@ static int parse_args(int argc, char **argv)
 			if (!parse_ul(optarg, 0, 1000, &v))
 				return bad_value(c, optarg);
 			opt.permille = v;
+			break;
+		case 'c':
+			if (!parse_ul(optarg, 1, 100, &v))
+				return bad_value(c, optarg);
+			opt.cycle_pct = v;
 			break;
 		case 'S':
 			if (!parse_ul(optarg, 0, ULONG_MAX, &v))
@@ -429,6 +564,11 @@ int main(int argc, char **argv)
 		}
 		printf("anon-ro write: buffer sealed with mprotect(PROT_READ)\n");
 	}
+	if (opt.cycle_pct) {
+		rc = cycle_start();
+		if (rc)
+			return rc;
+	}
 
 	start = now();
 	end = start + opt.seconds;
@@ -447,6 +587,8 @@ int main(int argc, char **argv)
 			if (opt.permille)
 				printf(" writes_per_s=%.0f",
 				       (writes - last_writes) / (t - last));
+			if (opt.cycle_pct)
+				cycle_report(t - start);
 			putchar('\n');
 			last_reads = reads;
 			last_writes = writes;
