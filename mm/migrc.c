@@ -457,13 +457,23 @@ void migrc_alloc_kick(void)
  * one, and at the tens to hundreds of pages that tiering keeps pending
  * within max_age_ms, under 2%.
  *
- * Reclaim has no destination: the data comes back in a new page (a
- * write() or a fault that reads the file again, a copy-on-write fault of
- * a private file mapping whose PTE reclaim cleared), which no key names.
- * A reclaim batch therefore commits unkeyed (migrc_gens.unkeyed): until
- * it is flushed, every barrier finishes it, as every barrier did for
- * every deferral before keys.  (New data at the same address after
- * munmap(), mremap() or MADV_DONTNEED needs no barrier of ours: the
+ * Reclaim has no destination: the data comes back in a new page, which
+ * no PFN key names.  A reclaim deferral of a file folio is recorded under
+ * the file's reclaim key instead (migrc_reclaim_key()), and every barrier
+ * that may change data of a file reads that key too:
+ *  - a write or a writable mapping of one of its folios (a write(), a
+ *    write fault, GUP, mprotect(), a NUMA hinting fault: the folio's own
+ *    mapping, see __migrc_write_barrier());
+ *  - direct I/O, fallocate() and truncation (__migrc_mapping_barrier());
+ *  - a copy-on-write fault that fills a private mapping of the file from
+ *    the page cache where reclaim cleared the PTE: the new page is
+ *    anonymous and names no file, so finish_fault() passes the file's
+ *    mapping (migrc_cow_barrier()).
+ * A reclaim batch that deferred an anonymous folio, whose data comes back
+ * through swap into any page of its mm, or folios of more than one file
+ * before its commit, commits unkeyed (migrc_gens.unkeyed): until it is
+ * flushed, every barrier finishes it.  (New data at the same address
+ * after munmap(), mremap() or MADV_DONTNEED needs no barrier of ours: the
  * deferred entries stay counted in mm->tlb_flush_batched, so those flush
  * the mm in flush_tlb_batched_pending(), as they do after reclaim's
  * ordinary batched flush.)
@@ -482,19 +492,30 @@ static unsigned long migrc_key_need(unsigned long key)
 			       READ_ONCE(migrc_gens.unkeyed));
 }
 
-/**
- * __migrc_key_barrier - finish the deferrals a change of @key must not hide
- * @key: the PFN of a page about to be written or mapped writable
- *
- * Something is pending (the caller checked): flush if a deferral recorded
- * under @key, or one committed without keys, is not done yet.  The caller
- * holds the folio lock or the PTE lock, which orders it after the record
- * (migrc_note_dst()).
+/*
+ * The key of reclaim's deferrals in @mapping: apart from the key its
+ * migrations record (the mapping itself, read by the mapping barrier
+ * only), so that a write of one folio of a file does not finish the
+ * migration of another.  A mapping is word aligned: + 1 is no mapping.
  */
-void __migrc_key_barrier(unsigned long key)
+static unsigned long migrc_reclaim_key(struct address_space *mapping)
 {
-	unsigned long need = migrc_key_need(key);
+	return (unsigned long)mapping + 1;
+}
 
+/* @need, or what reclaim deferred in @mapping if that is newer. */
+static unsigned long migrc_reclaim_need(struct address_space *mapping,
+					unsigned long need)
+{
+	if (!mapping)
+		return need;
+	return migrc_slot_need(READ_ONCE(*migrc_key_slot(migrc_reclaim_key(mapping))),
+			       need);
+}
+
+/* Finish every generation up to @need, unless it is done already. */
+static void migrc_barrier(unsigned long need)
+{
 	/* Pairs with __migrc_flush_upto()'s release: the flush is complete. */
 	if (migrc_gen_covers(smp_load_acquire(&migrc_gens.done), need)) {
 		count_vm_event(MIGRC_WRITES_SPARED);
@@ -504,7 +525,65 @@ void __migrc_key_barrier(unsigned long key)
 		return;
 	migrc_flush(need, MIGRC_FLUSH_WRITE);
 }
-EXPORT_SYMBOL_GPL(__migrc_key_barrier);
+
+/*
+ * The file a folio's data belongs to, for its reclaim key: NULL for an
+ * anonymous, KSM or movable folio (their mapping field is tagged), or one
+ * not in the page cache.  Read without the folio lock: the callers hold
+ * the PTE lock of a present entry or the folio lock, so the folio is not
+ * freed, and a folio that truncation takes out of its file at the same
+ * time has its data changed by the truncation, which passes the mapping
+ * barrier itself.
+ */
+static struct address_space *migrc_file_of(struct folio *folio)
+{
+	struct address_space *mapping = READ_ONCE(folio->mapping);
+
+	if ((unsigned long)mapping & PAGE_MAPPING_FLAGS)
+		return NULL;
+	return mapping;
+}
+
+/**
+ * __migrc_write_barrier - finish the deferrals a write of a folio must not hide
+ * @folio: the folio about to be written or mapped writable
+ * @pfn: the page of it concerned (its destination key)
+ *
+ * Something is pending (the caller checked): flush if a deferral recorded
+ * under @pfn, one reclaim recorded under the folio's file (the folio may
+ * be that data come back from the file after reclaim freed the page a
+ * stale entry still reads), or one committed without keys, is not done
+ * yet.  The caller holds the folio lock or the PTE lock, which orders it
+ * after the record (migrc_note_dst(), reclaim's commit).
+ */
+void __migrc_write_barrier(struct folio *folio, unsigned long pfn)
+{
+	migrc_barrier(migrc_reclaim_need(migrc_file_of(folio),
+					 migrc_key_need(pfn)));
+}
+EXPORT_SYMBOL_GPL(__migrc_write_barrier);
+
+/* migrc_pfn_write(): the PTE lock of a present entry keeps the folio. */
+void __migrc_pfn_barrier(unsigned long pfn)
+{
+	__migrc_write_barrier(pfn_folio(pfn), pfn);
+}
+EXPORT_SYMBOL_GPL(__migrc_pfn_barrier);
+
+/**
+ * __migrc_cow_barrier - before a private copy of file data is mapped
+ * @mapping: the file a private mapping copies from
+ *
+ * finish_fault() maps a new anonymous page where a copy-on-write fault
+ * found no PTE; reclaim may have cleared it and deferred the flush, and
+ * a stale entry would go on reading the file's old page instead of the
+ * copy now written.  The new page names no file, so the fault names it.
+ */
+void __migrc_cow_barrier(struct address_space *mapping)
+{
+	migrc_barrier(migrc_reclaim_need(mapping,
+					 READ_ONCE(migrc_gens.unkeyed)));
+}
 
 /*
  * Page allocator side.  A tagged page records the generation whose flush
@@ -593,6 +672,9 @@ struct migrc_batch {
 	int reason;
 	unsigned long nr_pages;	/* deferred since the last commit */
 	unsigned long gen;	/* of the last commit, covering all before */
+	/* Reclaim: the file of what it deferred since the last commit. */
+	struct address_space *file;
+	bool unkeyed;		/* or something no single file key covers */
 	unsigned long masks[];	/* what folio and ro point to */
 };
 
@@ -707,8 +789,11 @@ void __migrc_mapping_barrier(struct address_space *mapping)
 		return;		/* nothing of it was deferred */
 	/* Orders the caller's page cache walk before the pending check. */
 	smp_mb();
-	if (migrc_pending())
-		__migrc_key_barrier((unsigned long)mapping);
+	if (migrc_pending()) {
+		unsigned long need = migrc_key_need((unsigned long)mapping);
+
+		migrc_barrier(migrc_reclaim_need(mapping, need));
+	}
 }
 
 static bool migrc_folio_eligible(struct migrc_batch *batch,
@@ -817,6 +902,23 @@ void __migrc_unmap_begin(struct folio *folio)
 	batch->folio_ok = true;
 }
 
+/*
+ * Reclaim: the key the next commit records.  The folio is locked, so its
+ * mapping is stable.  Reclaim commits each deferred folio before
+ * __remove_mapping(), so a second file before a commit is rare; it and an
+ * anonymous folio (see migrc_reclaim_key()) make the commit unkeyed.
+ */
+static void migrc_batch_note_file(struct migrc_batch *batch,
+				  struct folio *folio)
+{
+	struct address_space *mapping = migrc_file_of(folio);
+
+	if (!mapping || (batch->file && batch->file != mapping))
+		batch->unkeyed = true;
+	else
+		batch->file = mapping;
+}
+
 /**
  * __migrc_unmap_end - decide the fate of one folio's entries
  * @folio: the folio whose rmap walk is done
@@ -842,6 +944,8 @@ bool __migrc_unmap_end(struct folio *folio)
 	if (deferred) {
 		arch_tlbbatch_fold(batch->ro, batch->folio);
 		batch->nr_pages += folio_nr_pages(folio);
+		if (batch->reason == MIGRC_REASON_RECLAIM)
+			migrc_batch_note_file(batch, folio);
 		if (folio_test_large(folio))
 			count_vm_events(MIGRC_DEFERRED_LARGE,
 					folio_nr_pages(folio));
@@ -965,9 +1069,16 @@ void __migrc_batch_commit(void)
 	migrc_pending_batch.nr_pages += batch->nr_pages;
 	gen = migrc_gens.latest + 1;
 	migrc_stamp_commit(gen, batch->nr_pages, now);
-	/* No destination to key it by: see migrc_key_need(). */
-	if (batch->reason == MIGRC_REASON_RECLAIM)
-		WRITE_ONCE(migrc_gens.unkeyed, gen);
+	/* No destination to key it by: see migrc_reclaim_key(). */
+	if (batch->reason == MIGRC_REASON_RECLAIM) {
+		if (batch->unkeyed || !batch->file)
+			WRITE_ONCE(migrc_gens.unkeyed, gen);
+		else
+			migrc_slot_raise(migrc_key_slot(migrc_reclaim_key(batch->file)),
+					 gen);
+		batch->file = NULL;
+		batch->unkeyed = false;
+	}
 	/* Publishes the pending CPUs and pages before the generation. */
 	smp_store_release(&migrc_gens.latest, gen);
 	batch->gen = gen;

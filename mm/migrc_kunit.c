@@ -869,14 +869,15 @@ static struct folio *migrc_test_other(struct kunit *test, struct folio *a,
 /*
  * Precise barriers: a deferral is finished by a write of its destination,
  * or of a destination it was handed on to by a second migration, not by
- * a write elsewhere; a reclaim deferral, which has no destination, by any
- * write.
+ * a write elsewhere; a reclaim deferral, which has no destination, by a
+ * change of its file's data.
  */
 static void migrc_batch_keys_test(struct kunit *test)
 {
 	struct migrc_batch_test *t = test->priv;
 	struct folio *dst, *dst2, *other;
 	struct migrc_batch *outer;
+	int i;
 
 	dst = folio_alloc(GFP_KERNEL, 0);
 	dst2 = folio_alloc(GFP_KERNEL, 0);
@@ -907,16 +908,31 @@ static void migrc_batch_keys_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, migrc_pending());
 	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
 
-	/* Reclaim's deferral is unkeyed: any write finishes it. */
-	outer = migrc_batch_open(MIGRC_REASON_RECLAIM, true);
-	KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
-	migrc_batch_commit();
-	migrc_batch_close(outer);
-	KUNIT_ASSERT_TRUE(test, migrc_pending());
-	migrc_folio_write(other);
-	KUNIT_EXPECT_FALSE(test, migrc_pending());
-	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
-
+	/*
+	 * Reclaim's deferral is keyed by the file (t->folio is shmem): a
+	 * write elsewhere leaves it; a write of a folio of the file, a
+	 * copy-on-write fault from it and its mapping barrier finish it.
+	 */
+	for (i = 0; i < 3; i++) {
+		outer = migrc_batch_open(MIGRC_REASON_RECLAIM, true);
+		KUNIT_ASSERT_TRUE(test, migrc_test_unmap_ro(t));
+		migrc_batch_commit();
+		migrc_batch_close(outer);
+		KUNIT_ASSERT_TRUE(test, migrc_pending());
+		migrc_folio_write(other);
+		migrc_pfn_write(folio_pfn(other));
+		KUNIT_EXPECT_TRUE_MSG(test, migrc_pending(),
+				      "a write elsewhere ended a reclaim deferral");
+		if (i == 0)
+			migrc_folio_write(t->folio);
+		else if (i == 1)
+			migrc_cow_barrier(t->file->f_mapping);
+		else
+			migrc_mapping_barrier(t->file->f_mapping);
+		KUNIT_EXPECT_FALSE_MSG(test, migrc_pending(),
+				       "barrier %d of the file left its reclaim deferral", i);
+		KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+	}
 	folio_put(other);
 	folio_put(dst2);
 	folio_put(dst);

@@ -249,7 +249,8 @@ static __always_inline bool migrc_enabled(void)
 /*
  * The newest generation handed out, read by the arch code at TLB flushes,
  * the newest one flushed, and the newest one committed without keys
- * (reclaim; see migrc_key_need()), which every barrier must finish.
+ * (anonymous reclaim; see migrc_reclaim_key()), which every barrier must
+ * finish.
  * Written once per batch and once per flush; read everywhere else: they
  * get a cache line of their own.
  */
@@ -332,20 +333,35 @@ static inline void migrc_wp_end(struct mm_struct *mm)
 	}
 }
 
-void __migrc_key_barrier(unsigned long key);
+void __migrc_write_barrier(struct folio *folio, unsigned long pfn);
+void __migrc_pfn_barrier(unsigned long pfn);
+void __migrc_cow_barrier(struct address_space *mapping);
 
 /*
  * Before a PTE that maps @pfn becomes writable, finish the deferred
  * flushes that may have left stale entries for the data it holds: those
- * of migrations that made it their destination, and of reclaim.  Costs
- * one read of a read-mostly cache line when nothing is pending, and one
- * more when something is.  Called under the PTE lock: see
- * migrc_folio_write().
+ * of migrations that made it their destination, and those of reclaim in
+ * its file (or unkeyed).  Costs one read of a read-mostly cache line when
+ * nothing is pending, and two more when something is.  Called under the
+ * PTE lock of a present entry for @pfn: see migrc_folio_write().
  */
 static __always_inline void migrc_pfn_write(unsigned long pfn)
 {
 	if (migrc_enabled() && migrc_pending())
-		__migrc_key_barrier(pfn);
+		__migrc_pfn_barrier(pfn);
+}
+
+/*
+ * Before finish_fault() maps a private copy of data of @mapping where a
+ * copy-on-write fault found no PTE: see __migrc_cow_barrier().  Called
+ * under the PTE lock, which orders it after reclaim's commit as for
+ * migrc_folio_write(): the fault found the file's folio gone from the
+ * page cache, or waited for its lock.
+ */
+static __always_inline void migrc_cow_barrier(struct address_space *mapping)
+{
+	if (migrc_enabled() && migrc_pending())
+		__migrc_cow_barrier(mapping);
 }
 
 void __migrc_mapping_barrier(struct address_space *mapping);
@@ -382,7 +398,7 @@ static __always_inline void migrc_folio_write(struct folio *folio)
 	if (!migrc_enabled())
 		return;
 	if (migrc_pending())
-		__migrc_key_barrier(folio_pfn(folio));
+		__migrc_write_barrier(folio, folio_pfn(folio));
 	migrc_debug_check_folio(folio, _THIS_IP_);
 }
 
@@ -515,6 +531,7 @@ static inline void migrc_mm_init(struct mm_struct *mm) { }
 static inline void migrc_wp_begin(struct mm_struct *mm) { }
 static inline void migrc_wp_end(struct mm_struct *mm) { }
 static inline void migrc_pfn_write(unsigned long pfn) { }
+static inline void migrc_cow_barrier(struct address_space *mapping) { }
 static inline void migrc_mapping_barrier(struct address_space *mapping) { }
 static inline void migrc_folio_write(struct folio *folio) { }
 static inline bool migrc_page_tagged(struct page *page, unsigned int order)
