@@ -37,6 +37,8 @@
 #include <linux/migrc.h>
 #include <linux/mm.h>
 #include <linux/page_ref.h>
+#include <linux/rcupdate.h>
+#include <linux/rmap.h>
 #include <linux/sched.h>
 #include <linux/shmem_fs.h>
 #include <linux/slab.h>
@@ -112,6 +114,8 @@ static inline void migrc_debug_flushed(unsigned long done) { }
  *  skip_tick_flush	let the tick record its CPU flushed without flushing
  *  skip_wp_check	defer the flush of a read-only entry even while a
  *			write-protect of its mm is in flight
+ *  defer_lazyfree	let reclaim defer the flush of a lazily freed
+ *			anonymous folio, which it discards
  */
 enum migrc_inject {
 	MIGRC_INJECT_SKIP_ALLOC,
@@ -119,6 +123,7 @@ enum migrc_inject {
 	MIGRC_INJECT_UNTAGGED,
 	MIGRC_INJECT_SKIP_WP,
 	MIGRC_INJECT_SKIP_TICK,
+	MIGRC_INJECT_LAZYFREE,
 	NR_MIGRC_INJECT
 };
 
@@ -133,6 +138,7 @@ static const char * const migrc_inject_name[NR_MIGRC_INJECT] = {
 	[MIGRC_INJECT_UNTAGGED]		= "free_untagged",
 	[MIGRC_INJECT_SKIP_WP]		= "skip_wp_check",
 	[MIGRC_INJECT_SKIP_TICK]	= "skip_tick_flush",
+	[MIGRC_INJECT_LAZYFREE]		= "defer_lazyfree",
 };
 
 static bool migrc_injected(enum migrc_inject what)
@@ -469,10 +475,18 @@ void migrc_alloc_kick(void)
  *    the page cache where reclaim cleared the PTE: the new page is
  *    anonymous and names no file, so finish_fault() passes the file's
  *    mapping (migrc_cow_barrier()).
- * A reclaim batch that deferred an anonymous folio, whose data comes back
- * through swap into any page of its mm, or folios of more than one file
- * before its commit, commits unkeyed (migrc_gens.unkeyed): until it is
- * flushed, every barrier finishes it.  (New data at the same address
+ * A reclaim deferral of an anonymous folio (a clean one in the swap cache)
+ * is recorded under the key of its anon_vma family, the root anon_vma:
+ * its data comes back by swap-in into a page of a VMA of that family, and
+ * every way to write it passes a barrier that reads that key:
+ *  - do_swap_page() mapping the page writable, with the family of the
+ *    faulting VMA (migrc_swapin_write()): the folio may be new and not in
+ *    the rmap yet;
+ *  - once it is mapped, a write fault, GUP, mprotect(), a NUMA hinting
+ *    fault: the folio's own anon_vma, whose root is the same.
+ * A reclaim batch that deferred folios under more than one key before its
+ * commit commits unkeyed (migrc_gens.unkeyed): until it is flushed, every
+ * barrier finishes it.  (New data at the same address
  * after munmap(), mremap() or MADV_DONTNEED needs no barrier of ours: the
  * deferred entries stay counted in mm->tlb_flush_batched, so those flush
  * the mm in flush_tlb_batched_pending(), as they do after reclaim's
@@ -493,24 +507,31 @@ static unsigned long migrc_key_need(unsigned long key)
 }
 
 /*
- * The key of reclaim's deferrals in @mapping: apart from the key its
- * migrations record (the mapping itself, read by the mapping barrier
- * only), so that a write of one folio of a file does not finish the
- * migration of another.  A mapping is word aligned: + 1 is no mapping.
+ * The key of reclaim's deferrals of the data of @owner, a file's mapping
+ * or a root anon_vma: apart from the key a file's migrations record (the
+ * mapping itself, read by the mapping barrier only), so that a write of
+ * one folio of a file does not finish the migration of another.  Both are
+ * word aligned: + 1 is neither, and 0 is no key.
  */
-static unsigned long migrc_reclaim_key(struct address_space *mapping)
+static unsigned long migrc_reclaim_key(const void *owner)
 {
-	return (unsigned long)mapping + 1;
+	return owner ? (unsigned long)owner + 1 : 0;
 }
 
-/* @need, or what reclaim deferred in @mapping if that is newer. */
-static unsigned long migrc_reclaim_need(struct address_space *mapping,
-					unsigned long need)
+/* The key of anonymous data mapped by @vma: its family's root anon_vma. */
+static unsigned long migrc_anon_key(struct vm_area_struct *vma)
 {
-	if (!mapping)
+	struct anon_vma *anon_vma = READ_ONCE(vma->anon_vma);
+
+	return anon_vma ? migrc_reclaim_key(anon_vma->root) : 0;
+}
+
+/* @need, or what reclaim deferred under @key if that is newer. */
+static unsigned long migrc_reclaim_need(unsigned long key, unsigned long need)
+{
+	if (!key)
 		return need;
-	return migrc_slot_need(READ_ONCE(*migrc_key_slot(migrc_reclaim_key(mapping))),
-			       need);
+	return migrc_slot_need(READ_ONCE(*migrc_key_slot(key)), need);
 }
 
 /* Finish every generation up to @need, unless it is done already. */
@@ -544,31 +565,93 @@ static struct address_space *migrc_file_of(struct folio *folio)
 	return mapping;
 }
 
+/*
+ * The reclaim key of the data a folio holds: its file's, or for an
+ * anonymous folio its anon_vma family's; 0 for a KSM or movable folio, or
+ * one in no file.  An anonymous folio is written or made writable under
+ * the PTE lock of an entry that maps it (do_swap_page(), which may map a
+ * folio not in the rmap yet, passes its VMA instead: see
+ * migrc_swapin_write()), so the VMA of that entry links to the folio's
+ * anon_vma and keeps it alive.  RCU (anon_vmas are SLAB_TYPESAFE_BY_RCU)
+ * only keeps the read from faulting; the key is right because the folio
+ * is mapped.
+ */
+static unsigned long migrc_data_key(struct folio *folio)
+{
+	unsigned long mapping = (unsigned long)READ_ONCE(folio->mapping);
+	unsigned long key = 0;
+
+	if ((mapping & PAGE_MAPPING_FLAGS) == PAGE_MAPPING_ANON) {
+		struct anon_vma *anon_vma;
+
+		rcu_read_lock();
+		anon_vma = (struct anon_vma *)(mapping - PAGE_MAPPING_ANON);
+		key = migrc_reclaim_key(READ_ONCE(anon_vma->root));
+		rcu_read_unlock();
+	} else if (!(mapping & PAGE_MAPPING_FLAGS)) {
+		key = migrc_reclaim_key((void *)mapping);
+	}
+	return key;
+}
+
 /**
  * __migrc_write_barrier - finish the deferrals a write of a folio must not hide
  * @folio: the folio about to be written or mapped writable
  * @pfn: the page of it concerned (its destination key)
  *
  * Something is pending (the caller checked): flush if a deferral recorded
- * under @pfn, one reclaim recorded under the folio's file (the folio may
- * be that data come back from the file after reclaim freed the page a
- * stale entry still reads), or one committed without keys, is not done
- * yet.  The caller holds the folio lock or the PTE lock, which orders it
- * after the record (migrc_note_dst(), reclaim's commit).
+ * under @pfn, one reclaim recorded under the key of the folio's data (its
+ * file, or its anon_vma family: the folio may be that data come back
+ * after reclaim freed the page a stale entry still reads), or one
+ * committed without keys, is not done yet.  The caller holds the folio
+ * lock or the PTE lock, which orders it after the record
+ * (migrc_note_dst(), reclaim's commit).
  */
 void __migrc_write_barrier(struct folio *folio, unsigned long pfn)
 {
-	migrc_barrier(migrc_reclaim_need(migrc_file_of(folio),
+	migrc_barrier(migrc_reclaim_need(migrc_data_key(folio),
 					 migrc_key_need(pfn)));
 }
 EXPORT_SYMBOL_GPL(__migrc_write_barrier);
 
-/* migrc_pfn_write(): the PTE lock of a present entry keeps the folio. */
-void __migrc_pfn_barrier(unsigned long pfn)
+/**
+ * __migrc_swapin_barrier - before do_swap_page() maps a folio writable
+ * @vma: the VMA of the fault
+ * @folio: the folio swapped in, locked, maybe not in the rmap yet
+ *
+ * The data of the swap entry is the family's of @vma: reclaim recorded its
+ * deferral under the key of the VMA that mapped it (migrc_defer_pte()),
+ * whose root anon_vma is the one of every VMA that maps the entry.
+ */
+void __migrc_swapin_barrier(struct vm_area_struct *vma, struct folio *folio)
 {
-	__migrc_write_barrier(pfn_folio(pfn), pfn);
+	migrc_barrier(migrc_reclaim_need(migrc_anon_key(vma),
+					 migrc_key_need(folio_pfn(folio))));
 }
-EXPORT_SYMBOL_GPL(__migrc_pfn_barrier);
+EXPORT_SYMBOL_GPL(__migrc_swapin_barrier);
+
+/**
+ * __migrc_pte_barrier - before a present PTE becomes writable
+ * @vma: its VMA
+ * @addr: its address
+ * @pte: the new entry
+ *
+ * Only a normal page (vm_normal_page()) can hold data migrc deferred, and
+ * only its folio's mapping field says what that data is: the page of a
+ * VM_PFNMAP or VM_IO mapping (device memory, which may have no struct page
+ * at all, or a kernel page a driver remaps, whose mapping field is
+ * something else) and the zero page never are.  The PTE lock of the
+ * present entry keeps the folio.
+ */
+void __migrc_pte_barrier(struct vm_area_struct *vma, unsigned long addr,
+			 pte_t pte)
+{
+	struct page *page = vm_normal_page(vma, addr, pte);
+
+	if (page)
+		__migrc_write_barrier(page_folio(page), pte_pfn(pte));
+}
+EXPORT_SYMBOL_GPL(__migrc_pte_barrier);
 
 /**
  * __migrc_cow_barrier - before a private copy of file data is mapped
@@ -581,7 +664,7 @@ EXPORT_SYMBOL_GPL(__migrc_pfn_barrier);
  */
 void __migrc_cow_barrier(struct address_space *mapping)
 {
-	migrc_barrier(migrc_reclaim_need(mapping,
+	migrc_barrier(migrc_reclaim_need(migrc_reclaim_key(mapping),
 					 READ_ONCE(migrc_gens.unkeyed)));
 }
 
@@ -672,9 +755,13 @@ struct migrc_batch {
 	int reason;
 	unsigned long nr_pages;	/* deferred since the last commit */
 	unsigned long gen;	/* of the last commit, covering all before */
-	/* Reclaim: the file of what it deferred since the last commit. */
-	struct address_space *file;
-	bool unkeyed;		/* or something no single file key covers */
+	/* Reclaim: the key of what it deferred since the last commit, */
+	unsigned long key;
+	bool unkeyed;		/* or more than one key, or none */
+	/* and of the folio being unmapped, if anonymous (its VMAs') */
+	bool folio_anon;
+	bool folio_mixed;	/* its VMAs gave different keys, or none */
+	unsigned long folio_key;
 	unsigned long masks[];	/* what folio and ro point to */
 };
 
@@ -770,6 +857,24 @@ static bool migrc_folio_safe(struct folio *folio)
 	return folio->mapping && migrc_mapping_safe(folio->mapping);
 }
 
+/*
+ * Reclaim discards a lazily freed anonymous folio (MADV_FREE, and
+ * VM_DROPPABLE ones) instead of swapping it, and leaves its PTEs none.
+ * The next fault at such an address maps a new zeroed page
+ * (do_anonymous_page()), which no key names, and a fault does not look at
+ * mm->tlb_flush_batched: no barrier would see the first write to it, and
+ * a stale entry would go on reading the discarded data.  The folio is
+ * stable here: reclaim holds its lock and has isolated it, and only
+ * try_to_unmap_one() sets it swap-backed again (and then keeps it).
+ */
+static bool migrc_reclaim_discards(struct migrc_batch *batch,
+				   struct folio *folio)
+{
+	return batch->reason == MIGRC_REASON_RECLAIM &&
+	       folio_test_anon(folio) && !folio_test_swapbacked(folio) &&
+	       !migrc_injected(MIGRC_INJECT_LAZYFREE);
+}
+
 /**
  * __migrc_mapping_barrier - finish deferrals before file data changes
  * @mapping: the file whose data is about to change without a cached folio
@@ -792,7 +897,8 @@ void __migrc_mapping_barrier(struct address_space *mapping)
 	if (migrc_pending()) {
 		unsigned long need = migrc_key_need((unsigned long)mapping);
 
-		migrc_barrier(migrc_reclaim_need(mapping, need));
+		migrc_barrier(migrc_reclaim_need(migrc_reclaim_key(mapping),
+						 need));
 	}
 }
 
@@ -835,7 +941,7 @@ static bool migrc_folio_eligible(struct migrc_batch *batch,
 	if (want_init_on_free() || debug_pagealloc_enabled() ||
 	    page_poisoning_enabled_static() || kasan_hw_tags_enabled())
 		return false;
-	if (!migrc_folio_safe(folio)) {
+	if (!migrc_folio_safe(folio) || migrc_reclaim_discards(batch, folio)) {
 		count_vm_events(MIGRC_EXCLUDED_PAGES, folio_nr_pages(folio));
 		return false;
 	}
@@ -900,23 +1006,48 @@ void __migrc_unmap_begin(struct folio *folio)
 		return;
 	batch->active = true;
 	batch->folio_ok = true;
+	batch->folio_anon = folio_test_anon(folio);
+	batch->folio_mixed = false;
+	batch->folio_key = 0;
 }
 
 /*
- * Reclaim: the key the next commit records.  The folio is locked, so its
- * mapping is stable.  Reclaim commits each deferred folio before
- * __remove_mapping(), so a second file before a commit is rare; it and an
- * anonymous folio (see migrc_reclaim_key()) make the commit unkeyed.
+ * Reclaim of an anonymous folio: the key of the VMA an entry of it was
+ * found in (migrc_anon_key()).  Called under the rmap walk's anon_vma
+ * lock, so the VMA and its anon_vma are stable.  Every VMA that maps an
+ * anonymous folio belongs to one family; a KSM folio, whose VMAs may not,
+ * is never deferred.
  */
-static void migrc_batch_note_file(struct migrc_batch *batch,
-				  struct folio *folio)
+static void migrc_batch_note_vma(struct migrc_batch *batch,
+				 struct vm_area_struct *vma)
 {
-	struct address_space *mapping = migrc_file_of(folio);
+	unsigned long key = migrc_anon_key(vma);
 
-	if (!mapping || (batch->file && batch->file != mapping))
+	if (!key || (batch->folio_key && batch->folio_key != key))
+		batch->folio_mixed = true;
+	else
+		batch->folio_key = key;
+}
+
+/*
+ * Reclaim: the key the next commit records, the folio's file's or its
+ * anon_vma family's.  The folio is locked, so its mapping is stable.
+ * Reclaim commits each deferred folio before __remove_mapping(), so a
+ * second key before a commit is rare; it makes the commit unkeyed.
+ */
+static void migrc_batch_note_key(struct migrc_batch *batch,
+				 struct folio *folio)
+{
+	unsigned long key;
+
+	if (batch->folio_anon)
+		key = batch->folio_mixed ? 0 : batch->folio_key;
+	else
+		key = migrc_reclaim_key(migrc_file_of(folio));
+	if (!key || (batch->key && batch->key != key))
 		batch->unkeyed = true;
 	else
-		batch->file = mapping;
+		batch->key = key;
 }
 
 /**
@@ -945,7 +1076,7 @@ bool __migrc_unmap_end(struct folio *folio)
 		arch_tlbbatch_fold(batch->ro, batch->folio);
 		batch->nr_pages += folio_nr_pages(folio);
 		if (batch->reason == MIGRC_REASON_RECLAIM)
-			migrc_batch_note_file(batch, folio);
+			migrc_batch_note_key(batch, folio);
 		if (folio_test_large(folio))
 			count_vm_events(MIGRC_DEFERRED_LARGE,
 					folio_nr_pages(folio));
@@ -1026,6 +1157,8 @@ bool migrc_defer_pte(struct vm_area_struct *vma, pte_t pteval,
 		count_vm_event(MIGRC_WP_IN_FLIGHT);
 		return false;
 	}
+	if (batch->reason == MIGRC_REASON_RECLAIM && batch->folio_anon)
+		migrc_batch_note_vma(batch, vma);
 	arch_tlbbatch_add_pending(batch->folio, vma->vm_mm, uaddr);
 	return true;
 }
@@ -1071,12 +1204,11 @@ void __migrc_batch_commit(void)
 	migrc_stamp_commit(gen, batch->nr_pages, now);
 	/* No destination to key it by: see migrc_reclaim_key(). */
 	if (batch->reason == MIGRC_REASON_RECLAIM) {
-		if (batch->unkeyed || !batch->file)
+		if (batch->unkeyed || !batch->key)
 			WRITE_ONCE(migrc_gens.unkeyed, gen);
 		else
-			migrc_slot_raise(migrc_key_slot(migrc_reclaim_key(batch->file)),
-					 gen);
-		batch->file = NULL;
+			migrc_slot_raise(migrc_key_slot(batch->key), gen);
+		batch->key = 0;
 		batch->unkeyed = false;
 	}
 	/* Publishes the pending CPUs and pages before the generation. */
@@ -1139,7 +1271,7 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	migrc_debug_note_src(&src->page, &dst->page, nr, gen);
 	/*
 	 * Every page's key, not only the folio's first: a PTE made writable
-	 * names its own page (migrc_pfn_write()), and a split of the
+	 * names its own page (migrc_pte_write()), and a split of the
 	 * destination makes each page the first of a folio of its own.
 	 */
 	for (i = 0; i < nr; i++)

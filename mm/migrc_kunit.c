@@ -17,6 +17,7 @@
 #include <linux/mm.h>
 #include <linux/mmzone.h>
 #include <linux/nodemask.h>
+#include <linux/rmap.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/shmem_fs.h>
@@ -875,9 +876,12 @@ static struct folio *migrc_test_other(struct kunit *test, struct folio *a,
 static void migrc_batch_keys_test(struct kunit *test)
 {
 	struct migrc_batch_test *t = test->priv;
+	struct vm_area_struct pfnmap = { .vm_mm = t->mm };
 	struct folio *dst, *dst2, *other;
 	struct migrc_batch *outer;
 	int i;
+
+	vm_flags_init(&pfnmap, VM_PFNMAP | VM_IO | VM_SHARED | VM_WRITE);
 
 	dst = folio_alloc(GFP_KERNEL, 0);
 	dst2 = folio_alloc(GFP_KERNEL, 0);
@@ -897,7 +901,11 @@ static void migrc_batch_keys_test(struct kunit *test)
 
 	/* A write elsewhere neither pays nor ends the deferral. */
 	migrc_folio_write(other);
-	migrc_pfn_write(folio_pfn(other));
+	migrc_pte_write(&t->vma, SZ_1M,
+			pfn_pte(folio_pfn(other), PAGE_READONLY));
+	/* Device memory made writable: no struct page, nothing to read. */
+	migrc_pte_write(&pfnmap, SZ_1M,
+			pte_mkspecial(pfn_pte(max_pfn + 4096, PAGE_SHARED)));
 	KUNIT_EXPECT_TRUE(test, migrc_pending());
 	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
 
@@ -920,7 +928,8 @@ static void migrc_batch_keys_test(struct kunit *test)
 		migrc_batch_close(outer);
 		KUNIT_ASSERT_TRUE(test, migrc_pending());
 		migrc_folio_write(other);
-		migrc_pfn_write(folio_pfn(other));
+		migrc_pte_write(&t->vma, SZ_1M,
+				pfn_pte(folio_pfn(other), PAGE_READONLY));
 		KUNIT_EXPECT_TRUE_MSG(test, migrc_pending(),
 				      "a write elsewhere ended a reclaim deferral");
 		if (i == 0)
@@ -936,6 +945,90 @@ static void migrc_batch_keys_test(struct kunit *test)
 	folio_put(other);
 	folio_put(dst2);
 	folio_put(dst);
+}
+
+/* An order-0 folio made to look anonymous, of the family of @anon_vma. */
+static struct folio *migrc_test_anon_folio(struct kunit *test,
+					   struct anon_vma *anon_vma)
+{
+	struct folio *folio = folio_alloc(GFP_KERNEL, 0);
+
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	if (anon_vma)
+		WRITE_ONCE(folio->mapping, (void *)anon_vma + PAGE_MAPPING_ANON);
+	__folio_set_swapbacked(folio);
+	return folio;
+}
+
+static void migrc_test_anon_put(struct folio *folio)
+{
+	__folio_clear_swapbacked(folio);
+	folio->mapping = NULL;
+	folio_put(folio);
+}
+
+/*
+ * Reclaim of an anonymous folio is keyed by its anon_vma family: a write
+ * of an anonymous folio of another family, of a file or swapped in
+ * another family leaves the deferral; a swap-in made writable in a VMA of
+ * the family (migrc_swapin_write(), with a folio not in the rmap yet) and
+ * a write of a folio of the family end it.  The anon_vmas are stand-ins
+ * whose root is all that is read.
+ */
+static void migrc_batch_anon_keys_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	struct vm_area_struct stranger_vma = { .vm_mm = t->mm };
+	struct folio *anon, *kin, *stranger, *fresh;
+	struct anon_vma *family, *others;
+	struct migrc_batch *outer;
+	pte_t pte;
+	int i;
+
+	family = kunit_kzalloc(test, sizeof(*family), GFP_KERNEL);
+	others = kunit_kzalloc(test, sizeof(*others), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, family);
+	KUNIT_ASSERT_NOT_NULL(test, others);
+	family->root = family;
+	others->root = others;
+	t->vma.anon_vma = family;
+	stranger_vma.anon_vma = others;
+	anon = migrc_test_anon_folio(test, family);
+	kin = migrc_test_anon_folio(test, family);
+	stranger = migrc_test_anon_folio(test, others);
+	fresh = migrc_test_anon_folio(test, NULL);
+	pte = pfn_pte(folio_pfn(anon), PAGE_READONLY);
+
+	for (i = 0; i < 2; i++) {
+		outer = migrc_batch_open(MIGRC_REASON_RECLAIM, true);
+		migrc_unmap_begin(anon);
+		migrc_note_pte(pte);
+		migrc_defer_pte(&t->vma, pte, SZ_1M);
+		KUNIT_ASSERT_TRUE(test, migrc_unmap_end(anon));
+		migrc_batch_commit();
+		migrc_batch_close(outer);
+		KUNIT_ASSERT_TRUE(test, migrc_pending());
+
+		migrc_folio_write(stranger);
+		migrc_folio_write(t->folio);
+		migrc_swapin_write(&stranger_vma, fresh);
+		KUNIT_EXPECT_TRUE_MSG(test, migrc_pending(),
+				      "a write in another family ended an anonymous reclaim deferral");
+		KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
+		if (i == 0)
+			migrc_swapin_write(&t->vma, fresh);
+		else
+			migrc_folio_write(kin);
+		KUNIT_EXPECT_FALSE_MSG(test, migrc_pending(),
+				       "barrier %d of the family left its anonymous reclaim deferral",
+				       i);
+		KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+	}
+	t->vma.anon_vma = NULL;
+	migrc_test_anon_put(fresh);
+	migrc_test_anon_put(stranger);
+	migrc_test_anon_put(kin);
+	migrc_test_anon_put(anon);
 }
 
 /*
@@ -982,7 +1075,7 @@ static void migrc_large_free_test(struct kunit *test)
 
 /*
  * A large destination is keyed page by page: a PTE of any of its pages
- * made writable (migrc_pfn_write(), as mprotect() and NUMA hinting faults
+ * made writable (migrc_pte_write(), as mprotect() and NUMA hinting faults
  * do) finishes the deferral, not only a write of the folio.
  */
 static void migrc_large_keys_test(struct kunit *test)
@@ -1006,7 +1099,8 @@ static void migrc_large_keys_test(struct kunit *test)
 		migrc_note_dst(src, dst, true);
 		migrc_batch_close(outer);
 		KUNIT_ASSERT_TRUE(test, migrc_pending());
-		migrc_pfn_write(folio_pfn(dst) + i);
+		migrc_pte_write(&t->vma, SZ_1M,
+				pfn_pte(folio_pfn(dst) + i, PAGE_READONLY));
 		KUNIT_EXPECT_FALSE_MSG(test, migrc_pending(),
 				       "page %u of a pending destination made writable without a flush",
 				       i);
@@ -1117,6 +1211,7 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_alloc_hold_test),
 	KUNIT_CASE(migrc_alloc_kick_test),
 	KUNIT_CASE(migrc_batch_keys_test),
+	KUNIT_CASE(migrc_batch_anon_keys_test),
 	KUNIT_CASE(migrc_large_free_test),
 	KUNIT_CASE(migrc_large_keys_test),
 	KUNIT_CASE(migrc_batch_expire_test),

@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..16"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -23,11 +23,13 @@ echo "1..13"
 inject() {
 	# A fixture name, or the harness's own selection options (-r ...).
 	case $2 in -*) sel=$2 ;; *) sel="-f $2" ;; esac
-	MIGRC_TEST_SECONDS=3 "$top/harness/vm-run" --kernel "${INJECT_KERNEL:-debug}" --topo numa2 \
+	"$top/harness/vm-run" --kernel "${INJECT_KERNEL:-debug}" --topo numa2 \
 		--cpus 2 --append migrc=on --timeout 600 -- sh -c "
 		echo 10000 > /sys/kernel/mm/migrc/max_age_ms
 		[ ${4:-migrc_tlb} != migrc_fschange ] ||
 			$top/harness/guest/scratch-ext4 /mnt/migrc-ext4 > /dev/null
+		[ ${4:-migrc_tlb} != migrc_anon_reclaim ] ||
+			$top/harness/guest/scratch-swap > /dev/null
 		if [ $1 != none ]; then
 			d=/sys/kernel/debug/migrc/$1
 			echo 0 > \$d/verbose && echo 1 > \$d/interval &&
@@ -106,6 +108,28 @@ check "skipped write flush: large.shmem_mthp (mTHP) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/large' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/large'"
 check "skipped write flush on mTHP: the debug kernel reports it (status $rc)" \
 	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: pfn' '$tmp/large'"
+
+# Reclaim discards a lazily freed page and leaves its PTE none (patch
+# migrc/0022); deferred anyway, the write that faults a new page in
+# there is hidden from the readers' stale entries.
+inject defer_lazyfree "-r anon_reclaim.lazyfree.write_after_reclaim" lazyfree migrc_anon_reclaim
+check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data" \
+	sh -c "grep -q '^not ok' '$tmp/lazyfree' && grep -q 'were stale (old data' '$tmp/lazyfree'"
+
+# A clean page in the swap cache that reclaim freed: the write that
+# swaps it back in passes do_swap_page() or wp_page_reuse(), whose
+# barrier must finish the deferral; skipped, the readers miss the write.
+inject skip_write_flush "-r anon_reclaim.swapcache.write_after_reclaim" swapcache migrc_anon_reclaim
+check "skipped write flush: migrc_anon_reclaim (swapcache) sees stale data" \
+	sh -c "grep -q '^not ok' '$tmp/swapcache' && grep -q 'were stale (old data' '$tmp/swapcache'"
+
+# A clean shmem page reclaim dropped from the page cache, then an
+# anonymous copy placed there by UFFDIO_COPY into a private mapping: the
+# fill passes the file's barrier (migrc_cow_barrier()); skipped, the
+# readers go on reading the dropped page.
+inject skip_write_flush "-r anon_reclaim.shmem.write_after_reclaim" shmem migrc_anon_reclaim
+check "skipped write flush: migrc_anon_reclaim (shmem, UFFDIO_COPY) sees stale data" \
+	sh -c "grep -q '^not ok' '$tmp/shmem' && grep -q 'were stale (old data' '$tmp/shmem'"
 
 # And nothing injected: the same runs pass on the debug kernel.
 inject none reuse none

@@ -249,8 +249,8 @@ static __always_inline bool migrc_enabled(void)
 /*
  * The newest generation handed out, read by the arch code at TLB flushes,
  * the newest one flushed, and the newest one committed without keys
- * (anonymous reclaim; see migrc_reclaim_key()), which every barrier must
- * finish.
+ * (reclaim of folios under more than one key; see migrc_reclaim_key()),
+ * which every barrier must finish.
  * Written once per batch and once per flush; read everywhere else: they
  * get a cache line of their own.
  */
@@ -334,21 +334,24 @@ static inline void migrc_wp_end(struct mm_struct *mm)
 }
 
 void __migrc_write_barrier(struct folio *folio, unsigned long pfn);
-void __migrc_pfn_barrier(unsigned long pfn);
+void __migrc_swapin_barrier(struct vm_area_struct *vma, struct folio *folio);
+void __migrc_pte_barrier(struct vm_area_struct *vma, unsigned long addr,
+			 pte_t pte);
 void __migrc_cow_barrier(struct address_space *mapping);
 
 /*
- * Before a PTE that maps @pfn becomes writable, finish the deferred
- * flushes that may have left stale entries for the data it holds: those
- * of migrations that made it their destination, and those of reclaim in
- * its file (or unkeyed).  Costs one read of a read-mostly cache line when
- * nothing is pending, and two more when something is.  Called under the
- * PTE lock of a present entry for @pfn: see migrc_folio_write().
+ * Before @pte, present at @addr of @vma, becomes writable, finish the
+ * deferred flushes that may have left stale entries for the data its page
+ * holds: those of migrations that made it their destination, and those of
+ * reclaim in its file or anon_vma family (or unkeyed).  Costs one read of
+ * a read-mostly cache line when nothing is pending, and a few more when
+ * something is.  Called under the PTE lock: see migrc_folio_write().
  */
-static __always_inline void migrc_pfn_write(unsigned long pfn)
+static __always_inline void migrc_pte_write(struct vm_area_struct *vma,
+					    unsigned long addr, pte_t pte)
 {
 	if (migrc_enabled() && migrc_pending())
-		__migrc_pfn_barrier(pfn);
+		__migrc_pte_barrier(vma, addr, pte);
 }
 
 /*
@@ -399,6 +402,21 @@ static __always_inline void migrc_folio_write(struct folio *folio)
 		return;
 	if (migrc_pending())
 		__migrc_write_barrier(folio, folio_pfn(folio));
+	migrc_debug_check_folio(folio, _THIS_IP_);
+}
+
+/*
+ * The same, where do_swap_page() maps a swapped-in folio writable, under
+ * the PTE lock.  The folio may be new and not in the rmap yet, so the key
+ * of its data comes from @vma: see __migrc_swapin_barrier().
+ */
+static __always_inline void migrc_swapin_write(struct vm_area_struct *vma,
+					       struct folio *folio)
+{
+	if (!migrc_enabled())
+		return;
+	if (migrc_pending())
+		__migrc_swapin_barrier(vma, folio);
 	migrc_debug_check_folio(folio, _THIS_IP_);
 }
 
@@ -530,10 +548,13 @@ static inline void migrc_tick(void) { }
 static inline void migrc_mm_init(struct mm_struct *mm) { }
 static inline void migrc_wp_begin(struct mm_struct *mm) { }
 static inline void migrc_wp_end(struct mm_struct *mm) { }
-static inline void migrc_pfn_write(unsigned long pfn) { }
+static inline void migrc_pte_write(struct vm_area_struct *vma,
+				   unsigned long addr, pte_t pte) { }
 static inline void migrc_cow_barrier(struct address_space *mapping) { }
 static inline void migrc_mapping_barrier(struct address_space *mapping) { }
 static inline void migrc_folio_write(struct folio *folio) { }
+static inline void migrc_swapin_write(struct vm_area_struct *vma,
+				      struct folio *folio) { }
 static inline bool migrc_page_tagged(struct page *page, unsigned int order)
 {
 	return false;

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Helpers shared by the migrc selftests (migrc_tlb, migrc_copy,
- * migrc_reclaim, migrc_faults, migrc_fschange, migrc_fork).  What
- * upstream already has is taken from vm_util.h (pagemap_get_pfn(),
- * check_huge_anon()) and thp_settings.h (thp_is_enabled()); this header
- * holds only the rest.
+ * migrc_reclaim, migrc_faults, migrc_fschange, migrc_fork,
+ * migrc_anon_reclaim).  What upstream already has is taken from vm_util.h
+ * (pagemap_get_pfn(), check_huge_anon()) and thp_settings.h
+ * (thp_is_enabled()); this header holds only the rest.
  *
  * Include it after kselftest_harness.h, which defines _GNU_SOURCE for
  * sched_setaffinity() and the CPU_* macros.
