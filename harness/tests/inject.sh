@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..16"
+echo "1..15"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -122,14 +122,6 @@ check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data
 inject skip_write_flush "-r anon_reclaim.swapcache.write_after_reclaim" swapcache migrc_anon_reclaim
 check "skipped write flush: migrc_anon_reclaim (swapcache) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/swapcache' && grep -q 'were stale (old data' '$tmp/swapcache'"
-
-# A clean shmem page reclaim dropped from the page cache, then an
-# anonymous copy placed there by UFFDIO_COPY into a private mapping: the
-# fill passes the file's barrier (migrc_cow_barrier()); skipped, the
-# readers go on reading the dropped page.
-inject skip_write_flush "-r anon_reclaim.shmem.write_after_reclaim" shmem migrc_anon_reclaim
-check "skipped write flush: migrc_anon_reclaim (shmem, UFFDIO_COPY) sees stale data" \
-	sh -c "grep -q '^not ok' '$tmp/shmem' && grep -q 'were stale (old data' '$tmp/shmem'"
 
 # And nothing injected: the same runs pass on the debug kernel.
 inject none reuse none

@@ -29,14 +29,6 @@
  *             barrier that knows the old data, so the flush must come
  *             from move_swap_pte(), which flushes mm->tlb_flush_batched
  *             with migrc on.  Needs swap and UFFD_FEATURE_MOVE.
- *  shmem      not anonymous memory reclaimed, but what a private mapping
- *             of a memfd reads from its page cache: a clean folio (a
- *             read fault on a hole) that reclaim drops, leaving the PTE
- *             none with its flush deferred under the file's key.
- *             UFFDIO_COPY then puts an anonymous copy at the address,
- *             which names no file: mfill_atomic_install_pte() must pass
- *             the file's barrier (migrc_cow_barrier()).  Needs
- *             userfaultfd; no swap.
  *
  * The entries must be read-only for migrc to consider them at all (a
  * writable one is never deferred) while the VMA stays writable: fork()
@@ -292,26 +284,6 @@ static bool uffd_setup(struct __test_metadata *_metadata, struct env *e)
 }
 
 /*
- * The shmem variant: only the fresh data; buf is registered for missing
- * faults once the readers have faulted its page cache in (a reader that
- * met a hole in a registered range would wait for UFFDIO_COPY).
- */
-static bool uffd_setup_shmem(struct __test_metadata *_metadata,
-			     struct env *e)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-
-	e->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (e->uffd < 0)
-		SKIP(return false, "no userfaultfd: %s", strerror(errno));
-	ASSERT_EQ(ioctl(e->uffd, UFFDIO_API, &api), 0);
-	e->fresh = mmap(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(e->fresh, MAP_FAILED);
-	return true;
-}
-
-/*
  * Move every page of buf to away, retrying what the kernel asks to; the
  * pages moved.  A swap entry whose folio is back in the swap cache meanwhile
  * is refused with EAGAIN, a shared one with EBUSY: those rounds are not
@@ -388,7 +360,7 @@ FIXTURE(anon_reclaim) {
 	char age[KNOB_LEN];
 };
 
-enum how { LAZYFREE, SWAPCACHE, MOVE, SHMEM };
+enum how { LAZYFREE, SWAPCACHE, MOVE };
 
 FIXTURE_VARIANT(anon_reclaim) {
 	enum how how;
@@ -404,10 +376,6 @@ FIXTURE_VARIANT_ADD(anon_reclaim, swapcache) {
 
 FIXTURE_VARIANT_ADD(anon_reclaim, move) {
 	.how = MOVE,
-};
-
-FIXTURE_VARIANT_ADD(anon_reclaim, shmem) {
-	.how = SHMEM,
 };
 
 /* Is a swap area on?  /proc/swaps has a header line. */
@@ -435,7 +403,7 @@ FIXTURE_SETUP(anon_reclaim)
 	e->uffd = -1;
 	if (geteuid() != 0)
 		SKIP(return, "needs root (migrc's max_age_ms)");
-	if ((variant->how == SWAPCACHE || variant->how == MOVE) && !swap_on())
+	if (variant->how != LAZYFREE && !swap_on())
 		SKIP(return, "no swap (harness/guest/scratch-swap turns some on)");
 	ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
 	for (i = 0; i < CPU_SETSIZE && n <= MAX_READERS; i++)
@@ -452,18 +420,8 @@ FIXTURE_SETUP(anon_reclaim)
 				MAX_SECONDS);
 	e->npages = env_double("MIGRC_ANON_PAGES", DEFAULT_PAGES, 1,
 			       MAX_PAGES);
-	if (variant->how == SHMEM) {
-		int fd = memfd_create("migrc_anon_reclaim", MFD_CLOEXEC);
-
-		ASSERT_GE(fd, 0);
-		ASSERT_EQ(ftruncate(fd, e->npages * e->psz), 0);
-		e->buf = mmap(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE, fd, 0);
-		close(fd);
-	} else {
-		e->buf = mmap(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
-			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	}
+	e->buf = mmap(NULL, e->npages * e->psz, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(e->buf, MAP_FAILED);
 	/* Base pages: reclaim does not defer large folios. */
 	madvise(e->buf, e->npages * e->psz, MADV_NOHUGEPAGE);
@@ -471,8 +429,6 @@ FIXTURE_SETUP(anon_reclaim)
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(e->ctl, MAP_FAILED);
 	if (variant->how == MOVE && !uffd_setup(_metadata, e))
-		return;
-	if (variant->how == SHMEM && !uffd_setup_shmem(_metadata, e))
 		return;
 
 	e->nreaders = n - 1;
@@ -550,22 +506,8 @@ TEST_F_TIMEOUT(anon_reclaim, write_after_reclaim, TEST_TIMEOUT)
 			ASSERT_TRUE(write_protect(e, false));
 			ASSERT_EQ(madvise(e->away, len, MADV_DONTNEED), 0);
 		}
-		if (variant->how == SHMEM) {
-			/*
-			 * The last round's copies out, the readers' read
-			 * faults map the file's clean (zero) folios again,
-			 * then buf is registered for UFFDIO_COPY.
-			 */
-			if (round > 1)
-				ASSERT_EQ(uffd_unregister(e->uffd, e->buf, len), 0);
-			ASSERT_EQ(madvise(e->buf, len, MADV_DONTNEED), 0);
-			ASSERT_TRUE(wait_readers(e, 0));
-			ASSERT_EQ(uffd_register(e->uffd, e->buf, len, true,
-						false, false), 0);
-		} else {
-			fill(e, round, false);
-		}
-		if (variant->how == SWAPCACHE || variant->how == MOVE) {
+		fill(e, round, false);
+		if (variant->how != LAZYFREE) {
 			/* Out to swap, and back in by the readers' reads. */
 			ret = pageout(e);
 			if (ret > 0)
@@ -574,10 +516,10 @@ TEST_F_TIMEOUT(anon_reclaim, write_after_reclaim, TEST_TIMEOUT)
 			ASSERT_TRUE(wait_readers(e, 0));
 		}
 		/* The harness's ASSERT_*() take an else of their own. */
-		if (variant->how == MOVE) {
-			ASSERT_TRUE(write_protect(e, true));
-		} else if (variant->how != SHMEM) {
+		if (variant->how != MOVE) {
 			ASSERT_EQ(fork_and_reap(), 0);
+		} else {
+			ASSERT_TRUE(write_protect(e, true));
 		}
 		if (variant->how == LAZYFREE)
 			ASSERT_EQ(madvise(e->buf, len, MADV_FREE), 0);
@@ -589,7 +531,7 @@ TEST_F_TIMEOUT(anon_reclaim, write_after_reclaim, TEST_TIMEOUT)
 		ASSERT_EQ(ret, 0);
 		gone = count_gone(e, &swapped);
 		/* Swapped back in clean, then freed: a swap entry again. */
-		if (variant->how == SWAPCACHE || variant->how == MOVE)
+		if (variant->how != LAZYFREE)
 			gone = swapped;
 		if (variant->how == MOVE) {
 			/* Only a round whose every page moved is published. */
@@ -597,12 +539,6 @@ TEST_F_TIMEOUT(anon_reclaim, write_after_reclaim, TEST_TIMEOUT)
 
 			moved += m;
 			if (!copy_fresh(e, round) || m < e->npages) {
-				unpublished++;
-				continue;
-			}
-		} else if (variant->how == SHMEM) {
-			/* Only a round whose every page reclaim dropped. */
-			if (!copy_fresh(e, round) || gone < e->npages) {
 				unpublished++;
 				continue;
 			}
@@ -632,9 +568,6 @@ TEST_F_TIMEOUT(anon_reclaim, write_after_reclaim, TEST_TIMEOUT)
 	if (variant->how == MOVE)
 		TH_LOG("UFFDIO_MOVE moved %zu pages; %lu rounds not published",
 		       moved, unpublished);
-	if (variant->how == SHMEM)
-		TH_LOG("%lu rounds not published (a page not dropped)",
-		       unpublished);
 	TH_LOG("migrc_excluded_pages +%lld, migrc_deferred_reclaim +%lld",
 	       grew(excl0, "migrc_excluded_pages"),
 	       grew(defr0, "migrc_deferred_reclaim"));
