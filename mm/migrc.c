@@ -875,6 +875,21 @@ static bool migrc_reclaim_discards(struct migrc_batch *batch,
 	       !migrc_injected(MIGRC_INJECT_LAZYFREE);
 }
 
+/*
+ * Reclaim writes a dirty folio back (or keeps it when it cannot) and keeps
+ * a folio under writeback: neither is freed in this pass.  Its entries
+ * would stay deferred for nothing, and shrink_folio_list() would have to
+ * finish every pending deferral for the kept folio, which may later be
+ * freed untagged: flush them as today instead.  A folio dirtied by the
+ * walk itself (a dirty PTE) is refused by migrc_pte_blocks().
+ */
+static bool migrc_reclaim_keeps(struct migrc_batch *batch,
+				struct folio *folio)
+{
+	return batch->reason == MIGRC_REASON_RECLAIM &&
+	       (folio_test_dirty(folio) || folio_test_writeback(folio));
+}
+
 /**
  * __migrc_mapping_barrier - finish deferrals before file data changes
  * @mapping: the file whose data is about to change without a cached folio
@@ -932,6 +947,8 @@ static bool migrc_folio_eligible(struct migrc_batch *batch,
 		count_vm_events(MIGRC_EXCLUDED_LARGE, folio_nr_pages(folio));
 		return false;
 	}
+	if (migrc_reclaim_keeps(batch, folio))
+		return false;
 	if (folio_is_zone_device(folio) || folio_test_ksm(folio))
 		return false;
 	/*
