@@ -454,6 +454,48 @@ static void migrc_batch_writable_test(struct kunit *test)
 }
 
 /*
+ * Reclaim defers no folio it is going to keep: one dirty or under
+ * writeback when it is unmapped is written back, not freed, and its
+ * deferral would only make shrink_folio_list() finish every pending one.
+ * Migration copies whatever the folio holds and defers it all the same.
+ * The flags are set on the test's own folio, which nothing else uses,
+ * and restored.
+ */
+static void migrc_batch_reclaim_keeps_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	bool was_dirty = folio_test_clear_dirty(t->folio);
+	struct migrc_batch *outer;
+
+	KUNIT_ASSERT_FALSE(test, folio_test_writeback(t->folio));
+	outer = migrc_batch_open(MIGRC_REASON_RECLAIM, true);
+	KUNIT_EXPECT_TRUE_MSG(test, migrc_test_unmap_ro(t),
+			      "reclaim must defer a clean folio");
+	folio_set_dirty(t->folio);
+	KUNIT_EXPECT_FALSE_MSG(test, migrc_test_unmap_ro(t),
+			       "reclaim deferred a dirty folio");
+	folio_clear_dirty(t->folio);
+	folio_test_set_writeback(t->folio);
+	KUNIT_EXPECT_FALSE_MSG(test, migrc_test_unmap_ro(t),
+			       "reclaim deferred a folio under writeback");
+	folio_test_clear_writeback(t->folio);
+	migrc_batch_commit();
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	migrc_batch_close(outer);
+
+	folio_set_dirty(t->folio);
+	outer = migrc_batch_open(MR_DEMOTION, true);
+	KUNIT_EXPECT_TRUE_MSG(test, migrc_test_unmap_ro(t),
+			      "migration must defer a dirty folio");
+	migrc_batch_commit();
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	migrc_batch_close(outer);
+	if (!was_dirty)
+		folio_clear_dirty(t->folio);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+}
+
+/*
  * Migrate t->folio with the one entry @pte, as set_tlb_ubc_flush_pending()
  * and the flush point do: is its flush deferred?  Either way the deferral
  * is flushed and the shootdowns it sent forgotten before returning; the
@@ -1204,6 +1246,7 @@ static void migrc_batch_lower_age_test(struct kunit *test)
 static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_commit_test),
 	KUNIT_CASE(migrc_batch_writable_test),
+	KUNIT_CASE(migrc_batch_reclaim_keeps_test),
 	KUNIT_CASE(migrc_batch_wp_in_flight_test),
 	KUNIT_CASE(migrc_batch_close_test),
 	KUNIT_CASE(migrc_batch_nest_test),
