@@ -116,6 +116,8 @@ static inline void migrc_debug_flushed(unsigned long done) { }
  *			write-protect of its mm is in flight
  *  defer_lazyfree	let reclaim defer the flush of a lazily freed
  *			anonymous folio, which it discards
+ *  skip_move_flush	let UFFDIO_MOVE take a swap entry away without
+ *			flushing the entries reclaim deferred for it
  */
 enum migrc_inject {
 	MIGRC_INJECT_SKIP_ALLOC,
@@ -124,6 +126,7 @@ enum migrc_inject {
 	MIGRC_INJECT_SKIP_WP,
 	MIGRC_INJECT_SKIP_TICK,
 	MIGRC_INJECT_LAZYFREE,
+	MIGRC_INJECT_SKIP_MOVE,
 	NR_MIGRC_INJECT
 };
 
@@ -139,6 +142,7 @@ static const char * const migrc_inject_name[NR_MIGRC_INJECT] = {
 	[MIGRC_INJECT_SKIP_WP]		= "skip_wp_check",
 	[MIGRC_INJECT_SKIP_TICK]	= "skip_tick_flush",
 	[MIGRC_INJECT_LAZYFREE]		= "defer_lazyfree",
+	[MIGRC_INJECT_SKIP_MOVE]	= "skip_move_flush",
 };
 
 static bool migrc_injected(enum migrc_inject what)
@@ -629,6 +633,22 @@ void __migrc_swapin_barrier(struct vm_area_struct *vma, struct folio *folio)
 					 migrc_key_need(folio_pfn(folio))));
 }
 EXPORT_SYMBOL_GPL(__migrc_swapin_barrier);
+
+/**
+ * __migrc_swap_move - before UFFDIO_MOVE takes a swap entry away
+ * @mm: the mm of the entry, whose page table lock is held
+ *
+ * Reclaim counts the entries it deferred in mm->tlb_flush_batched, as its
+ * batched ones always were; flush_tlb_batched_pending() finishes them, as
+ * mremap()'s move_ptes() does before it moves entries.  Not keyed: the
+ * move is rare, and the count is the mm's.
+ */
+void __migrc_swap_move(struct mm_struct *mm)
+{
+	if (migrc_injected(MIGRC_INJECT_SKIP_MOVE))
+		return;
+	flush_tlb_batched_pending(mm);
+}
 
 /**
  * __migrc_pte_barrier - before a present PTE becomes writable

@@ -420,6 +420,21 @@ static __always_inline void migrc_swapin_write(struct vm_area_struct *vma,
 	migrc_debug_check_folio(folio, _THIS_IP_);
 }
 
+void __migrc_swap_move(struct mm_struct *mm);
+
+/*
+ * UFFDIO_MOVE is about to take a swap entry of @mm away (move_swap_pte()),
+ * leaving its address empty for UFFDIO_COPY or an anonymous fault, which
+ * pass no barrier that knows the old data: finish the mm's batched and
+ * deferred flushes first.  Off, nothing is deferred and nothing is done,
+ * as in 6.12.
+ */
+static __always_inline void migrc_swap_move(struct mm_struct *mm)
+{
+	if (migrc_enabled())
+		__migrc_swap_move(mm);
+}
+
 /* Page allocator side. */
 bool migrc_page_tagged(struct page *page, unsigned int order);
 void migrc_prep_new_page(struct page *page, unsigned int order);
@@ -553,6 +568,7 @@ static inline void migrc_pte_write(struct vm_area_struct *vma,
 static inline void migrc_cow_barrier(struct address_space *mapping) { }
 static inline void migrc_mapping_barrier(struct address_space *mapping) { }
 static inline void migrc_folio_write(struct folio *folio) { }
+static inline void migrc_swap_move(struct mm_struct *mm) { }
 static inline void migrc_swapin_write(struct vm_area_struct *vma,
 				      struct folio *folio) { }
 static inline bool migrc_page_tagged(struct page *page, unsigned int order)
