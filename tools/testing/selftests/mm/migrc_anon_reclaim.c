@@ -60,7 +60,7 @@
  * then finishes the round's deferral before the write.  Measured in the
  * TCG guest with a flush skipped on purpose: with 64 pages, 2 of 5 runs
  * of 10 s (move) read stale data, with 16 pages 6 of 6 runs of 2 s
- * (swapcache and move), ten times the rounds.
+ * (swapcache and move), which also run 2 to 20 times the rounds.
  *
  * migrc's max_age_ms is raised to 1 s while the test runs (the time bound
  * must not hide a missing flush) and restored by the parent.  The test
