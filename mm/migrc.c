@@ -118,6 +118,9 @@ static inline void migrc_debug_flushed(unsigned long done) { }
  *			anonymous folio, which it discards
  *  skip_move_flush	let UFFDIO_MOVE take a swap entry away without
  *			flushing the entries reclaim deferred for it
+ *  defer_pmd_file	let migration defer the PTE entries of a page cache
+ *			or shmem folio of PMD size, which another process
+ *			may map by a writable PMD without a barrier
  */
 enum migrc_inject {
 	MIGRC_INJECT_SKIP_ALLOC,
@@ -127,6 +130,7 @@ enum migrc_inject {
 	MIGRC_INJECT_SKIP_TICK,
 	MIGRC_INJECT_LAZYFREE,
 	MIGRC_INJECT_SKIP_MOVE,
+	MIGRC_INJECT_PMD_FILE,
 	NR_MIGRC_INJECT
 };
 
@@ -143,6 +147,7 @@ static const char * const migrc_inject_name[NR_MIGRC_INJECT] = {
 	[MIGRC_INJECT_SKIP_TICK]	= "skip_tick_flush",
 	[MIGRC_INJECT_LAZYFREE]		= "defer_lazyfree",
 	[MIGRC_INJECT_SKIP_MOVE]	= "skip_move_flush",
+	[MIGRC_INJECT_PMD_FILE]		= "defer_pmd_file",
 };
 
 static bool migrc_injected(enum migrc_inject what)
@@ -963,7 +968,8 @@ static bool migrc_folio_eligible(struct migrc_batch *batch,
 	 * PMD even on a read fault).  An anonymous one can only be mapped
 	 * writable while one mm maps it, whose PMD then is its only mapping.
 	 */
-	if (folio_test_pmd_mappable(folio) && !folio_test_anon(folio)) {
+	if (folio_test_pmd_mappable(folio) && !folio_test_anon(folio) &&
+	    !migrc_injected(MIGRC_INJECT_PMD_FILE)) {
 		count_vm_events(MIGRC_EXCLUDED_LARGE, folio_nr_pages(folio));
 		return false;
 	}

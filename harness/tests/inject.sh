@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..16"
+echo "1..17"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -108,6 +108,14 @@ check "skipped write flush: large.shmem_mthp (mTHP) sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/large' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/large'"
 check "skipped write flush on mTHP: the debug kernel reports it (status $rc)" \
 	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: pfn' '$tmp/large'"
+
+# A shmem folio of PMD size (patch migrc/0032): another process maps it
+# by a writable PMD with no barrier, so it is never deferred; deferred
+# anyway, that process's writes are hidden from the readers' stale PTE
+# entries.  Shows that pmd_file does exercise the rule.
+inject defer_pmd_file pmd_file pmdfile
+check "PMD-size shmem folio deferred: pmd_file sees stale data" \
+	sh -c "grep -q '^not ok' '$tmp/pmdfile' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/pmdfile'"
 
 # Reclaim discards a lazily freed page and leaves its PTE none (patch
 # migrc/0022); deferred anyway, the write that faults a new page in

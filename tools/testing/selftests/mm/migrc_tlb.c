@@ -72,6 +72,10 @@
  *                them, before and after the test; with migrc=on, also if
  *                the mTHP moves were not deferred or the THP's PMD was
  *                not flushed at once (migrc_pmd_entries)
+ *   pmd_file     a shmem folio of PMD size that the readers map by PTEs,
+ *                written after each move by another process that maps it
+ *                by a PMD (do_set_pmd(): writable, and no barrier): it
+ *                must never be deferred (migrc_excluded_large)
  *   counters     migrc_* vmstat counters: deferred pages are counted with
  *                migrc=on; with migrc off every counter stays 0
  *
@@ -150,6 +154,7 @@ struct layout {
 	int pages;		/* size in base pages */
 	size_t align;		/* alignment of the whole VMA, in bytes */
 	bool hugepage;		/* MADV_HUGEPAGE */
+	bool misalign;		/* a file: mapped a page off the alignment */
 };
 
 struct reader {
@@ -220,6 +225,8 @@ struct env {
 	long long large_deferred;	/* migrc_deferred_pages growth */
 	long long large_max_deferred;	/* the most any one move deferred */
 	long long large_pmd;		/* migrc_pmd_entries growth */
+	long long large_excluded;	/* migrc_excluded_large growth */
+	unsigned long pmd_writes;	/* pmd_file: writes through a PMD */
 	/* Page frame numbers, to see whether source pages were reused. */
 	uint64_t *src_pfn;
 	uint64_t *new_pfn;	/* MAP_SHARED, filled by a child process */
@@ -681,6 +688,32 @@ static void *map_aligned(size_t len, size_t align, int flags)
 }
 
 /*
+ * Map @fd read-only one page past an @align boundary, so that no part of
+ * it can be mapped by a PMD (the file offset and the address differ by a
+ * page modulo @align): a folio of PMD size is then mapped by PTEs.
+ */
+static void *map_file_misaligned(size_t len, size_t align, int fd)
+{
+	char *p, *start;
+	size_t ps = getpagesize();
+
+	p = mmap(NULL, len + 2 * align, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return p;
+	start = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	start += ps;
+	if (mmap(start, len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) !=
+	    start) {
+		munmap(p, len + 2 * align);
+		return MAP_FAILED;
+	}
+	munmap(p, start - p);
+	munmap(start + len, p + len + 2 * align - (start + len));
+	return start;
+}
+
+/*
  * Returns false if the test was skipped.  @lay, if not NULL, sets the
  * buffer's size and alignment (MIGRC_TEST_PAGES does not apply).
  */
@@ -773,7 +806,12 @@ static bool env_setup_layout(struct __test_metadata *_metadata, struct env *e,
 		fill_words(e->content, e->nwords, 0, 0);
 		ret = pwrite(e->fd, e->content, e->len, 0);
 		ASSERT_EQ(ret, (ssize_t)e->len);
-		e->rbuf = mmap(NULL, e->len, PROT_READ, MAP_SHARED, e->fd, 0);
+		if (lay && lay->misalign)
+			e->rbuf = map_file_misaligned(e->len, lay->align,
+						      e->fd);
+		else
+			e->rbuf = mmap(NULL, e->len, PROT_READ, MAP_SHARED,
+				       e->fd, 0);
 		ASSERT_NE(e->rbuf, MAP_FAILED);
 	}
 	/*
@@ -936,7 +974,7 @@ static void report(struct __test_metadata *_metadata, struct env *e,
 static void count_large_move(struct env *e, const struct counters *c0,
 			     int moved)
 {
-	long long d, p;
+	long long d, p, x;
 	struct counters c1;
 
 	if (!moved)
@@ -946,8 +984,11 @@ static void count_large_move(struct env *e, const struct counters *c0,
 	    counter(c0, "migrc_deferred_pages");
 	p = counter(&c1, "migrc_pmd_entries") -
 	    counter(c0, "migrc_pmd_entries");
+	x = counter(&c1, "migrc_excluded_large") -
+	    counter(c0, "migrc_excluded_large");
 	e->large_moves++;
 	e->large_moved += moved;
+	e->large_excluded += x;
 	e->large_deferred += d;
 	if (d > e->large_max_deferred)
 		e->large_max_deferred = d;
@@ -1903,15 +1944,21 @@ FIXTURE_SETUP(large)
 	thp_save_settings();
 }
 
-FIXTURE_TEARDOWN(large)
+/* Undo large_env() and the fixture's setup. */
+static void large_undo(struct env *e, struct large_state *st)
 {
 	/* Until env_setup() has begun, its descriptors are not -1 yet. */
-	if (self->e.ctl)
-		env_teardown(&self->e);
-	if (self->st.thp_pushed)
+	if (e->ctl)
+		env_teardown(e);
+	if (st->thp_pushed)
 		thp_restore_settings();
-	if (self->st.numab[0])
-		write_str(NUMA_BALANCING, self->st.numab);
+	if (st->numab[0])
+		write_str(NUMA_BALANCING, st->numab);
+}
+
+FIXTURE_TEARDOWN(large)
+{
+	large_undo(&self->e, &self->st);
 }
 
 /*
@@ -1983,10 +2030,14 @@ static void check_large(struct __test_metadata *_metadata, struct env *e,
 	ASSERT_EQ(small, 0) {
 		TH_LOG("the buffer is not (only) made of large folios");
 	}
-	if (pmd) {
+	if (pmd && e->kind == BUF_ANON) {
 		ASSERT_EQ(folios[2], 1);
 		/* AnonHugePages: mapped by a PMD, not by PTEs. */
 		ASSERT_TRUE(check_huge_anon(e->rbuf, 1, read_pmd_pagesize()));
+	} else if (pmd) {
+		ASSERT_EQ(folios[2], 1);
+		/* A file of PMD size that the readers map by PTEs only. */
+		ASSERT_TRUE(check_huge_shmem(e->rbuf, 0, read_pmd_pagesize()));
 	} else {
 		ASSERT_TRUE(folios[0] && folios[1]);
 	}
@@ -2014,7 +2065,18 @@ static bool large_env(struct __test_metadata *_metadata, struct env *e,
 		s.hugepages[i].enabled = THP_NEVER;
 		s.shmem_hugepages[i].enabled = SHMEM_NEVER;
 	}
-	if (pmd) {
+	if (pmd && kind == BUF_MEMFD) {
+		/*
+		 * A memfd's folios follow the top-level shmem_enabled; the
+		 * pwrite() of env_setup_layout() allocates the THP.
+		 */
+		s.shmem_enabled = SHMEM_ALWAYS;
+		lay = (struct layout) {
+			.pages = read_pmd_pagesize() / ps,
+			.align = read_pmd_pagesize(),
+			.misalign = true,
+		};
+	} else if (pmd) {
 		s.hugepages[pmd_order].enabled = THP_INHERIT;
 		lay = (struct layout) {
 			.pages = read_pmd_pagesize() / ps,
@@ -2162,7 +2224,121 @@ TEST_F_TIMEOUT(large, pwrite_seen, TEST_TIMEOUT)
 }
 
 /* ---------------------------------------------------------------------- */
-/* 13. Counters; keep this fixture last so that it sees every other test. */
+/*
+ * 13. A shmem folio of PMD size: the readers map it by PTEs (their mapping
+ * is a page off the PMD alignment), and after every move another process
+ * writes it through a PMD-aligned shared mapping.  Its write fault maps
+ * the whole folio by one writable PMD (do_set_pmd()), which no barrier of
+ * migrc's sees: if the move had deferred the readers' entries, they would
+ * go on reading the source.  So migrc must flush such a folio at once
+ * (migrc_folio_eligible(), counted in migrc_excluded_large); the debug
+ * fault attribute defer_pmd_file lifts that and must make this fail.
+ */
+
+#define SHMEM_ENABLED	THP_SYSFS "shmem_enabled"
+
+/*
+ * The writer: map the file PMD-aligned, write the generation it is sent,
+ * and answer it with CHILD_BIT set if the mapping was a PMD; then zap it,
+ * so that the next move sees the readers' PTEs only.
+ */
+static void pmd_file_writer(struct env *e, int cmd, int ack)
+{
+	size_t align = read_pmd_pagesize();
+	uint64_t gen, *w;
+	char *p;
+
+	p = mmap(NULL, e->len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		_exit(1);
+	w = (uint64_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	if (mmap(w, e->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 e->fd, 0) != w)
+		_exit(1);
+	while (read(cmd, &gen, sizeof(gen)) == sizeof(gen)) {
+		fill_words(w, e->nwords, gen, 0);
+		if (check_huge_shmem(w, 1, align))
+			gen |= CHILD_BIT;
+		if (madvise(w, e->len, MADV_DONTNEED))
+			_exit(1);
+		if (write(ack, &gen, sizeof(gen)) != sizeof(gen))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static void pmd_file_post(struct __test_metadata *_metadata, struct env *e,
+			  int src, int dst)
+{
+	uint64_t gen = e->gen + 1, ack;
+
+	ASSERT_EQ(write(e->cmd_fd, &gen, sizeof(gen)), (ssize_t)sizeof(gen));
+	ASSERT_EQ(read(e->ack_fd, &ack, sizeof(ack)), (ssize_t)sizeof(ack)) {
+		TH_LOG("the writer process died");
+	}
+	ASSERT_EQ(ack & ~CHILD_BIT, gen);
+	if (ack & CHILD_BIT)
+		e->pmd_writes++;
+	publish(e, gen, 0);
+}
+
+FIXTURE(pmd_file) {
+	struct env e;
+	struct large_state st;
+};
+
+FIXTURE_SETUP(pmd_file)
+{
+	unsigned long pmd_kb = read_pmd_pagesize() / 1024;
+
+	self->st.thp_pushed = false;
+	self->st.numab[0] = 0;
+	if (geteuid() != 0)
+		SKIP(return, "needs root: THP settings, /proc/kpageflags");
+	if (!pmd_kb || access(SHMEM_ENABLED, W_OK))
+		SKIP(return, "no writable " SHMEM_ENABLED);
+	thp_save_settings();
+}
+
+FIXTURE_TEARDOWN(pmd_file)
+{
+	large_undo(&self->e, &self->st);
+}
+
+TEST_F_TIMEOUT(pmd_file, other_mm_pmd_write_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "pmd_file", .post = pmd_file_post,
+	};
+	struct env *e = &self->e;
+	int cmd, ack;
+
+	if (!large_env(_metadata, e, &self->st, BUF_MEMFD, true))
+		return;
+	if (!spawn_child(_metadata, e, &cmd, &ack))
+		pmd_file_writer(e, cmd, ack);
+	run_test(_metadata, e, &hz);
+	check_large(_metadata, e, true, "after the test");
+	TH_LOG("pmd_file: %lu of %lu rounds wrote through a PMD",
+	       e->pmd_writes, e->rounds);
+	ASSERT_EQ(e->pmd_writes, e->rounds) {
+		TH_LOG("the writer did not always write through a PMD");
+	}
+	if (!e->count_large)
+		return;
+	TH_LOG("migrc=on: %lu moves of %lu pages deferred %lld pages, at most %lld in one move",
+	       e->large_moves, e->large_moved, e->large_deferred,
+	       e->large_max_deferred);
+	TH_LOG("migrc=on: migrc_excluded_large +%lld", e->large_excluded);
+	ASSERT_GT(e->large_moves, 0UL);
+	/* No move deferred the folio; each counted it as excluded. */
+	ASSERT_LT(e->large_max_deferred, (long long)e->npages);
+	ASSERT_GE(e->large_excluded, (long long)e->large_moved);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 14. Counters; keep this fixture last so that it sees every other test. */
 
 FIXTURE(counters) {
 	struct env e;
