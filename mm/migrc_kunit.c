@@ -1153,6 +1153,52 @@ static void migrc_large_keys_test(struct kunit *test)
 	folio_put(src);
 }
 
+/*
+ * A writable PMD that migration replaces comes back writable
+ * (remove_migration_pmd()), and nothing then flushes the folio's PTE
+ * entries elsewhere: like a writable PTE, it keeps them from being
+ * deferred, whether it is seen before or after them.  A read-only PMD is
+ * flushed at once by set_pmd_migration_entry() and blocks nothing.
+ */
+static void migrc_batch_writable_pmd_test(struct kunit *test)
+{
+	struct migrc_batch_test *t = test->priv;
+	unsigned long latest = migrc_test_latest();
+	pte_t ro = migrc_test_pte(t, PAGE_READONLY);
+	struct migrc_batch *outer;
+	int pmd_first;
+
+	outer = migrc_batch_open(MR_DEMOTION, true);
+	for (pmd_first = 0; pmd_first < 2; pmd_first++) {
+		migrc_unmap_begin(t->folio);
+		if (pmd_first)
+			migrc_note_pmd(true);
+		KUNIT_EXPECT_TRUE(test, migrc_defer_pte(&t->vma, ro, SZ_1M));
+		if (!pmd_first)
+			migrc_note_pmd(true);
+		KUNIT_EXPECT_FALSE_MSG(test, migrc_unmap_end(t->folio),
+				       "deferred beside a writable PMD (seen %s)",
+				       pmd_first ? "first" : "last");
+		try_to_unmap_flush();
+		KUNIT_EXPECT_EQ(test, migrc_test_sent(), 1);
+	}
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+
+	migrc_unmap_begin(t->folio);
+	migrc_note_pmd(false);
+	KUNIT_EXPECT_TRUE(test, migrc_defer_pte(&t->vma, ro, SZ_1M));
+	KUNIT_EXPECT_TRUE(test, migrc_unmap_end(t->folio));
+	migrc_batch_commit();
+	KUNIT_EXPECT_EQ(test, migrc_test_latest(), latest + 1);
+	KUNIT_EXPECT_EQ(test, migrc_test_sent(), 0);
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+	KUNIT_EXPECT_FALSE(test, migrc_pending());
+	migrc_test_sent();
+	migrc_batch_close(outer);
+}
+
 /* Put max_age_ms back, also when an assertion ends the test early. */
 static void migrc_test_restore_age(void *saved)
 {
@@ -1257,6 +1303,7 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_anon_keys_test),
 	KUNIT_CASE(migrc_large_free_test),
 	KUNIT_CASE(migrc_large_keys_test),
+	KUNIT_CASE(migrc_batch_writable_pmd_test),
 	KUNIT_CASE(migrc_batch_expire_test),
 	KUNIT_CASE(migrc_batch_lower_age_test),
 	{}
