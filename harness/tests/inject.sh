@@ -15,7 +15,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
-echo "1..17"
+echo "1..18"
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -30,6 +30,8 @@ inject() {
 			$top/harness/guest/scratch-ext4 /mnt/migrc-ext4 > /dev/null
 		[ ${4:-migrc_tlb} != migrc_anon_reclaim ] ||
 			$top/harness/guest/scratch-swap > /dev/null
+		[ '$2' != eof ] || export MIGRC_EOF_DIR=\$(
+			$top/harness/guest/scratch-ext4 -b 1024 /mnt/migrc-ext4-1k)
 		if [ $1 != none ]; then
 			d=/sys/kernel/debug/migrc/$1
 			echo 0 > \$d/verbose && echo 1 > \$d/interval &&
@@ -116,6 +118,15 @@ check "skipped write flush on mTHP: the debug kernel reports it (status $rc)" \
 inject defer_pmd_file pmd_file pmdfile
 check "PMD-size shmem folio deferred: pmd_file sees stale data" \
 	sh -c "grep -q '^not ok' '$tmp/pmdfile' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/pmdfile'"
+
+# The file grows over the partial EOF page a move deferred (patch
+# migrc/0020's barrier in pagecache_isize_extended()): writeback zeroed
+# the bytes past EOF in the destination, and with the barrier skipped
+# the readers go on reading what the source held there.  The debug
+# kernel names the barrier.
+inject skip_write_flush eof eof
+check "skipped write flush: eof (file extended over a deferred page) sees stale data, reported at pagecache_isize_extended (status $rc)" \
+	sh -c "grep -q '^not ok' '$tmp/eof' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/eof' && grep -q 'written at pagecache_isize_extended' '$tmp/eof'"
 
 # Reclaim discards a lazily freed page and leaves its PTE none (patch
 # migrc/0022); deferred anyway, the write that faults a new page in

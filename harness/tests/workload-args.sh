@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..53"
+echo "1..54"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -160,6 +160,16 @@ if "$top/$w" --help > "$tmp/out" 2>&1 && grep -q '^  --damon ' "$tmp/out" &&
 	ok "workload --help names --damon and --tcg-scale, status 0"
 else
 	nok "workload --help names --damon and --tcg-scale, status 0"
+fi
+# The guest's ext4 scratch filesystem: a block size mkfs.ext4 would not
+# take is refused before anything is made.
+"$top/harness/guest/scratch-ext4" -b 512 "$tmp/ext4" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "block size must be" "$tmp/err" &&
+   [ ! -e "$tmp/ext4" ]; then
+	ok "scratch-ext4 -b 512: refused, status 2, nothing made"
+else
+	nok "scratch-ext4 -b 512: refused, status 2, nothing made (status $rc)"
 fi
 
 [ "$fails" -eq 0 ]

@@ -76,6 +76,13 @@
  *                written after each move by another process that maps it
  *                by a PMD (do_set_pmd(): writable, and no barrier): it
  *                must never be deferred (migrc_excluded_large)
+ *   eof          a file on a filesystem with blocks smaller than a page
+ *                (MIGRC_EOF_DIR: the harness makes a 1 kB-block ext4),
+ *                its EOF inside the page: bytes stored past EOF through a
+ *                shared mapping, the page moved, then written back (which
+ *                zeroes past EOF) and the file extended over them by a
+ *                write further on (pagecache_isize_extended()): they
+ *                must read as zero
  *   counters     migrc_* vmstat counters: deferred pages are counted with
  *                migrc=on; with migrc off every counter stays 0
  *
@@ -99,6 +106,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 
 #include "vm_util.h"
 /* thp_settings.h declares functions returning const unsigned long. */
@@ -2338,7 +2346,116 @@ TEST_F_TIMEOUT(pmd_file, other_mm_pmd_write_seen, TEST_TIMEOUT)
 }
 
 /* ---------------------------------------------------------------------- */
-/* 14. Counters; keep this fixture last so that it sees every other test. */
+/*
+ * 14. The file grows over a partial page.  With blocks smaller than a
+ * page, the bytes of the EOF page past EOF are not file data: a shared
+ * mapping may store anything there, and writeback zeroes them
+ * (ext4_bio_write_folio(), block_write_full_folio(), iomap).  When the file
+ * grows, they become file data, zeroed by that writeback and not by a
+ * write that passes a barrier: pagecache_isize_extended() runs migrc's
+ * write barrier on the EOF folio for it.  Each round stores past EOF,
+ * moves the page, writes the file back and extends it; the readers must
+ * then read the tail as zero, not the bytes the stale entry of the
+ * source still shows.
+ */
+
+#define EOF_BYTES	1024	/* EOF inside the page, on a block boundary */
+/*
+ * The data before EOF is written once, at a generation newer than any
+ * the test publishes, so that every check accepts it: a data word that
+ * changed under a reader would be read torn between two generations
+ * that are not consecutive.
+ */
+#define EOF_DATA_GEN	0x7fff0000ULL
+
+static void eof_pre(struct __test_metadata *_metadata, struct env *e,
+		    int src, int dst)
+{
+	size_t i;
+
+	/* The shrink zeroes the tail: let every reader know first. */
+	publish(e, e->gen, PUB_ZERO_OK);
+	wait_readers(e);
+	ASSERT_EQ(ftruncate(e->fd, EOF_BYTES), 0);
+	/*
+	 * Past EOF, the published generation (a word the readers catch
+	 * half stored or half zeroed is then recognised as torn).
+	 */
+	for (i = EOF_BYTES / sizeof(uint64_t); i < e->nwords; i++)
+		e->wbuf[i] = word_enc(i, e->gen);
+	/* Only the readers' read-only PTEs map the page when it moves. */
+	ASSERT_EQ(madvise(e->wbuf, e->len, MADV_DONTNEED), 0);
+}
+
+/*
+ * A write two pages on moves EOF past the page: the write passes its
+ * barrier for the folio it writes, another page; only
+ * pagecache_isize_extended() looks at the EOF page.  (ftruncate() would
+ * pass truncate_pagecache()'s barrier too, which covers the whole file.)
+ */
+static void eof_post(struct __test_metadata *_metadata, struct env *e,
+		     int src, int dst)
+{
+	uint64_t word = 1;
+
+	/* Writeback zeroes the destination past EOF; then EOF moves on. */
+	ASSERT_EQ(fsync(e->fd), 0);
+	ASSERT_EQ(pwrite(e->fd, &word, sizeof(word), 2 * e->len),
+		  (ssize_t)sizeof(word));
+	/* The tail is file data now, and zero: what it held is stale. */
+	publish(e, e->gen + 1, PUB_ZERO_OK);
+}
+
+FIXTURE(eof) {
+	struct env e;
+};
+
+FIXTURE_SETUP(eof)
+{
+	const struct layout lay = { .pages = 1, .align = getpagesize() };
+	const char *dir = getenv("MIGRC_EOF_DIR");
+	struct statfs sf;
+
+	if (!dir)
+		SKIP(return, "MIGRC_EOF_DIR unset: no filesystem with blocks smaller than a page");
+	ASSERT_EQ(statfs(dir, &sf), 0) {
+		TH_LOG("%s: %s", dir, strerror(errno));
+	}
+	if (sf.f_bsize >= getpagesize())
+		SKIP(return, "%s has %ld-byte blocks, not smaller than a page",
+		     dir, (long)sf.f_bsize);
+	ASSERT_EQ(setenv("MIGRC_TEST_DIR", dir, 1), 0);
+	if (!env_setup_layout(_metadata, &self->e, BUF_TMPFILE, true, &lay))
+		return;
+	self->e.wbuf = mmap(NULL, self->e.len, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, self->e.fd, 0);
+	ASSERT_NE(self->e.wbuf, MAP_FAILED);
+	fill_words(self->e.content, EOF_BYTES / sizeof(uint64_t),
+		   EOF_DATA_GEN, 0);
+	ASSERT_EQ(pwrite(self->e.fd, self->e.content, EOF_BYTES, 0),
+		  EOF_BYTES);
+}
+
+FIXTURE_TEARDOWN(eof)
+{
+	env_teardown(&self->e);
+}
+
+TEST_F_TIMEOUT(eof, extend_zeroes_seen, TEST_TIMEOUT)
+{
+	static const struct hazard hz = {
+		.what = "eof", .pre = eof_pre, .post = eof_post,
+	};
+	long long d0 = read_counter("migrc_deferred_pages");
+
+	run_test(_metadata, &self->e, &hz);
+	/* With migrc=on the moves were deferred: else this tested nothing. */
+	if (cmdline_has("migrc=on"))
+		ASSERT_GT(read_counter("migrc_deferred_pages"), d0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* 15. Counters; keep this fixture last so that it sees every other test. */
 
 FIXTURE(counters) {
 	struct env e;
