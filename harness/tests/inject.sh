@@ -30,8 +30,11 @@ inject() {
 			$top/harness/guest/scratch-ext4 /mnt/migrc-ext4 > /dev/null
 		[ ${4:-migrc_tlb} != migrc_anon_reclaim ] ||
 			$top/harness/guest/scratch-swap > /dev/null
-		[ '$2' != eof ] || export MIGRC_EOF_DIR=\$(
-			$top/harness/guest/scratch-ext4 -b 1024 /mnt/migrc-ext4-1k)
+		if [ '$2' = eof ]; then
+			d1k=\$($top/harness/guest/scratch-ext4 -b 1024 /mnt/migrc-ext4-1k) ||
+				{ echo 'no 1 kB-block ext4 for eof'; exit 1; }
+			export MIGRC_EOF_DIR=\$d1k
+		fi
 		if [ $1 != none ]; then
 			d=/sys/kernel/debug/migrc/$1
 			echo 0 > \$d/verbose && echo 1 > \$d/interval &&
@@ -122,18 +125,14 @@ check "PMD-size shmem folio deferred: pmd_file sees stale data" \
 # The file grows over the partial EOF page a move deferred (patch
 # migrc/0020's barrier in pagecache_isize_extended()): writeback zeroed
 # the bytes past EOF in the destination, and with the barrier skipped
-# the readers go on reading what the source held there.  The debug
-# kernel names the barrier.
+# the readers go on reading what the source held there.  The fault
+# attribute skips every barrier; what ties the failure to this one is the
+# debug kernel's report of the write at pagecache_isize_extended() (the
+# test's only other barriers, of its truncation and its writes, come
+# before the move).
 inject skip_write_flush eof eof
 check "skipped write flush: eof (file extended over a deferred page) sees stale data, reported at pagecache_isize_extended (status $rc)" \
-	sh -c "grep -q '^not ok' '$tmp/eof' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/eof' && grep -q 'written at pagecache_isize_extended' '$tmp/eof'"
-
-# Reclaim discards a lazily freed page and leaves its PTE none (patch
-# migrc/0022); deferred anyway, the write that faults a new page in
-# there is hidden from the readers' stale entries.
-inject defer_lazyfree "-r anon_reclaim.lazyfree.write_after_reclaim" lazyfree migrc_anon_reclaim
-check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data" \
-	sh -c "grep -q '^not ok' '$tmp/lazyfree' && grep -q 'were stale (old data' '$tmp/lazyfree'"
+	sh -c "[ $rc -eq 125 ] && grep -q '^not ok' '$tmp/eof' && grep -Eq ' [1-9][0-9]* stale; migrc_deferred_pages [+][1-9]' '$tmp/eof' && grep -q 'written at pagecache_isize_extended' '$tmp/eof'"
 
 # migrc_anon_reclaim's variants with swap.  Not every round can show a
 # skipped flush: a round whose new page is a page reclaim just freed
@@ -141,12 +140,12 @@ check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data
 # faults on a swap entry passes do_swap_page()'s barrier, and a reader's
 # CPU that switches to a kernel thread and back catches up with the mm's
 # TLB generation.  Measured with its 16 pages (patch migrc/0031): 6 of 6
-# runs of 2 s read stale data; still, up to three runs, until one does.
+# runs of 2 s read stale data; still, up to eight runs, until one does.
 stale_in() {
 	grep -q '^not ok' "$tmp/$1" && grep -q 'were stale (old data' "$tmp/$1"
 }
 anon_inject() {
-	for try in 1 2 3; do
+	for try in 1 2 3 4 5 6 7 8; do
 		inject "$1" \
 			"-r anon_reclaim.$2.write_after_reclaim" "$2" \
 			migrc_anon_reclaim
@@ -155,18 +154,28 @@ anon_inject() {
 	return 1
 }
 
+# Reclaim discards a lazily freed page and leaves its PTE none (patch
+# migrc/0022); deferred anyway, the write that faults a new page in
+# there is hidden from the readers' stale entries.  Reruns as for the
+# variants with swap: 2 of 4 runs of 2 s here on 2026-12-05 saw no
+# stale data (the cause is not traced), so up to eight runs leave about
+# a 0.4% chance of a false failure.
+anon_inject defer_lazyfree lazyfree
+check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data (run $try of at most 8)" \
+	stale_in lazyfree
+
 # A clean page in the swap cache that reclaim freed: the write that
 # swaps it back in passes do_swap_page() or wp_page_reuse(), whose
 # barrier must finish the deferral; skipped, the readers miss the write.
 anon_inject skip_write_flush swapcache
-check "skipped write flush: migrc_anon_reclaim (swapcache) sees stale data (run $try of at most 3)" \
+check "skipped write flush: migrc_anon_reclaim (swapcache) sees stale data (run $try of at most 8)" \
 	stale_in swapcache
 
 # The same page's swap entry moved away by UFFDIO_MOVE (patch
 # migrc/0025): UFFDIO_COPY fills the emptied address with no barrier
 # that knows the old data, so move_swap_pte() must flush first.
 anon_inject skip_move_flush move
-check "skipped move flush: migrc_anon_reclaim (move) sees stale data (run $try of at most 3)" \
+check "skipped move flush: migrc_anon_reclaim (move) sees stale data (run $try of at most 8)" \
 	stale_in move
 
 # And nothing injected: the same runs pass on the debug kernel.
