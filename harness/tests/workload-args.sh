@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..54"
+echo "1..57"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -147,6 +147,11 @@ script_refused "anon-steady: -w empty" $a "not a number" -w "" "$sel" "$tmp/x"
 script_refused "demo: --parts with a part that does not exist" harness/demo "invalid --parts" --parts 1,6
 script_refused "demo: --parts empty" harness/demo "invalid --parts" --parts ""
 script_refused "demo: --awarm not a number" harness/demo "not a number" --awarm 20m
+# harness/bench-write checks its arguments before it removes its results.
+b=harness/bench-write
+script_refused "bench-write: unknown --kind" $b "invalid kind" --kind write2
+script_refused "bench-write: --rounds 0" $b "invalid rounds" --kind bg --rounds 0
+script_refused "bench-write: --moves without a value" $b "needs a value" --kind bg --moves
 # Outside the VM it refuses to touch the host's settings: status 1.
 env -u VMRUN "$top/$t" numa -- true > "$tmp/out" 2> "$tmp/err"
 rc=$?
