@@ -19,7 +19,8 @@ help:
 	@echo "make demo          boot the tiered VM, run the demo workload, compare"
 	@echo "make bench         every benchmark: build/bench/report.md, README table"
 	@echo "make bench-copy    the migration copy, judged: 20 interleaved rounds (numa2 VM)"
-	@echo "make bench-write   write1/page_fault3 writers beside migration, migrc off vs on"
+	@echo "make bench-write   write1/page_fault3 writers beside migration, migrc off vs on;"
+	@echo "                   the demo's background writer, in interleaved rounds"
 	@echo "make bench-large   anonymous tiering in 4 kB pages, 64 kB mTHP and PMD THP, off vs on"
 	@echo "make upstream-mm   upstream mm selftests: vanilla / migrc=off / migrc=on"
 	@echo "make soak [SOAK_SECONDS=N]  the soak test (migrc=on, mt copy, tiering, memcg)"
@@ -86,6 +87,7 @@ bench-large: kernel selftests
 bench-write: kernel selftests
 	$(H)/bench-write --kind write1
 	$(H)/bench-write --kind fault3
+	$(H)/bench-write --kind bg --rounds 12
 
 # By hand, every category with migrc=off too (make check: migration only).
 upstream-mm: kernel vanilla base
