@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..57"
+echo "1..58"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -151,6 +151,7 @@ script_refused "demo: --awarm not a number" harness/demo "not a number" --awarm 
 b=harness/bench-write
 script_refused "bench-write: unknown --kind" $b "invalid kind" --kind write2
 script_refused "bench-write: --rounds 0" $b "invalid rounds" --kind bg --rounds 0
+script_refused "bench-write: --rounds 00" $b "invalid rounds" --rounds 00
 script_refused "bench-write: --moves without a value" $b "needs a value" --kind bg --moves
 # Outside the VM it refuses to touch the host's settings: status 1.
 env -u VMRUN "$top/$t" numa -- true > "$tmp/out" 2> "$tmp/err"
