@@ -158,8 +158,11 @@ anon_inject() {
 # migrc/0022); deferred anyway, the write that faults a new page in
 # there is hidden from the readers' stale entries.  Reruns as for the
 # variants with swap: 2 of 4 runs of 2 s here on 2026-12-05 saw no
-# stale data (the cause is not traced), so up to eight runs leave about
-# a 0.4% chance of a false failure.
+# stale data, and on 2026-12-06 4 of 16 (2 of 8 with swap, 2 of 8
+# without; then 11 of 11 saw it).  A run either reads stale data in
+# most rounds or in none, though reclaim freed pages in most rounds of
+# both; the cause is not traced.  Up to eight runs leave about a 0.1%
+# (at 1 in 4) to 0.4% (1 in 2) chance of a false failure.
 anon_inject defer_lazyfree lazyfree
 check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data (run $try of at most 8)" \
 	stale_in lazyfree
