@@ -161,7 +161,7 @@ anon_inject() {
 # stale data, and on 2026-12-06 4 of 16 (2 of 8 with swap, 2 of 8
 # without; then 11 of 11 saw it).  A run either reads stale data in
 # most rounds or in none, though reclaim freed pages in most rounds of
-# both; the cause is not traced.  Up to eight runs leave about a 0.1%
+# both; the cause is not traced.  Up to eight runs leave a 0.002%
 # (at 1 in 4) to 0.4% (1 in 2) chance of a false failure.
 anon_inject defer_lazyfree lazyfree
 check "lazily freed page deferred: migrc_anon_reclaim (lazyfree) sees stale data (run $try of at most 8)" \
