@@ -462,15 +462,18 @@ void migrc_alloc_kick(void)
  * in its mapping: a barrier needs to finish a deferral only if what it is
  * about to change is one of those.  So a migration records its generation
  * under two keys, the destination's PFN and the mapping (see
- * migrc_slot_raise()), and a write, a PTE becoming writable or a direct
+ * migrc_key_raise()), and a write, a PTE becoming writable or a direct
  * I/O reads the slot of its own key: writers elsewhere neither pay for
  * the flush nor end the deferral.
  *
  * The table is allocated at boot when migrc is on; with MIGRC_KEY_BITS 14
- * it holds 16384 slots (128 KiB on 64-bit), so at the default bound of
- * 8192 pending pages about 40% of unrelated keys collide with a pending
- * one, and at the tens to hundreds of pages that tiering keeps pending
- * within max_age_ms, under 2%.
+ * it holds 16384 slots (128 KiB on 64-bit).  An unrelated key pays for a
+ * flush only where two pending keys share its slot, or where a pending
+ * key signs as it does (1 in 65535): with n keys pending, a fraction
+ * 1 - e^-x (1 + x) of the slots, x = n / 16384.  At the default bound of
+ * 8192 pending pages that is 9% (without signatures every occupied slot
+ * would count: 39%), at 2048 under 1%, and at the tens to hundreds of
+ * pages that tiering keeps pending within max_age_ms, next to nothing.
  *
  * Reclaim has no destination: the data comes back in a new page, which
  * no PFN key names.  A reclaim deferral of a file folio is recorded under
@@ -505,14 +508,41 @@ static unsigned long *migrc_keys __read_mostly;
 
 static unsigned long *migrc_key_slot(unsigned long key)
 {
-	return &migrc_keys[hash_long(key, MIGRC_KEY_BITS)];
+	return &migrc_keys[migrc_key_index(key)];
+}
+
+/*
+ * The generation deferrals recorded under @key may still be pending for,
+ * or @none if none.
+ */
+static unsigned long migrc_key_gen(unsigned long key, unsigned long none)
+{
+	/*
+	 * Acquire: orders the read of latest after the slot (the slot's
+	 * generation is at most latest + 1), and a barrier that finds the
+	 * slot taken over by another key (migrc_slot_merge()) after the
+	 * flush that let it: that key's raise read done, released by
+	 * __migrc_flush_upto() once complete, before its cmpxchg.
+	 */
+	unsigned long slot = smp_load_acquire(migrc_key_slot(key));
+
+	return migrc_slot_read(slot, migrc_key_sig(key),
+			       READ_ONCE(migrc_gens.latest) + 1, none);
+}
+
+static void migrc_key_raise(unsigned long key, unsigned long gen)
+{
+	/* A stale done costs a shared slot, no more; the cmpxchg orders it. */
+	migrc_slot_raise(migrc_key_slot(key), migrc_key_sig(key), gen,
+			 READ_ONCE(migrc_gens.done), &migrc_gens.latest);
 }
 
 /* The generation a barrier for @key must finish. */
 static unsigned long migrc_key_need(unsigned long key)
 {
-	return migrc_slot_need(READ_ONCE(*migrc_key_slot(key)),
-			       READ_ONCE(migrc_gens.unkeyed));
+	unsigned long unkeyed = READ_ONCE(migrc_gens.unkeyed);
+
+	return migrc_gen_newer(migrc_key_gen(key, unkeyed), unkeyed);
 }
 
 /*
@@ -540,7 +570,7 @@ static unsigned long migrc_reclaim_need(unsigned long key, unsigned long need)
 {
 	if (!key)
 		return need;
-	return migrc_slot_need(READ_ONCE(*migrc_key_slot(key)), need);
+	return migrc_gen_newer(migrc_key_gen(key, need), need);
 }
 
 /* Finish every generation up to @need, unless it is done already. */
@@ -1250,7 +1280,7 @@ void __migrc_batch_commit(void)
 		if (batch->unkeyed || !batch->key)
 			WRITE_ONCE(migrc_gens.unkeyed, gen);
 		else
-			migrc_slot_raise(migrc_key_slot(batch->key), gen);
+			migrc_key_raise(batch->key, gen);
 		batch->key = 0;
 		batch->unkeyed = false;
 	}
@@ -1280,9 +1310,10 @@ void __migrc_batch_commit(void)
  * migration was not deferred), or @carried, what its source was still
  * pending for, if that is newer and not done.
  */
-static unsigned long migrc_gen_carry(unsigned long gen, unsigned long carried)
+static unsigned long migrc_gen_carry(unsigned long gen, unsigned long carried,
+				     unsigned long done)
 {
-	if (!migrc_gen_covers(READ_ONCE(migrc_gens.done), carried) &&
+	if (!migrc_gen_covers(done, carried) &&
 	    (!gen || migrc_gen_after(carried, gen)))
 		return carried;
 	return gen;
@@ -1294,6 +1325,7 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	struct migrc_batch *batch = current->migrc_batch;
 	unsigned long spfn = folio_pfn(src), dpfn = folio_pfn(dst);
 	unsigned long nr = folio_nr_pages(src), gen = 0, i;
+	unsigned long done = READ_ONCE(migrc_gens.done);
 
 	if (deferred && !WARN_ON_ONCE(!batch))
 		gen = batch->gen;
@@ -1307,8 +1339,7 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	 * key (migrc_folio_write()).
 	 */
 	for (i = 0; i < nr; i++)
-		gen = migrc_gen_carry(gen,
-				      READ_ONCE(*migrc_key_slot(spfn + i)));
+		gen = migrc_gen_carry(gen, migrc_key_gen(spfn + i, done), done);
 	if (!gen)
 		return;
 	migrc_debug_note_src(&src->page, &dst->page, nr, gen);
@@ -1318,9 +1349,9 @@ void __migrc_note_dst(struct folio *src, struct folio *dst, bool deferred)
 	 * destination makes each page the first of a folio of its own.
 	 */
 	for (i = 0; i < nr; i++)
-		migrc_slot_raise(migrc_key_slot(dpfn + i), gen);
+		migrc_key_raise(dpfn + i, gen);
 	if (!folio_test_anon(dst) && dst->mapping)
-		migrc_slot_raise(migrc_key_slot((unsigned long)dst->mapping), gen);
+		migrc_key_raise((unsigned long)dst->mapping, gen);
 }
 
 /**
@@ -1414,7 +1445,8 @@ static void migrc_debug_note_dst(unsigned long src, unsigned long dst,
 		unsigned long need = gen;
 
 		if (migrc_debug_take(src + i, &carried, false))
-			need = migrc_gen_carry(gen, carried);
+			need = migrc_gen_carry(gen, carried,
+					       READ_ONCE(migrc_gens.done));
 		if (need)
 			migrc_debug_record(dst + i, need);
 	}
@@ -1759,6 +1791,8 @@ static inline int migrc_sysfs_init(void) { return 0; }
 
 static int __init migrc_init(void)
 {
+	/* A slot's generation bits outlast any run of pending ones. */
+	BUILD_BUG_ON(MIGRC_SLOT_GEN_BITS < 48);
 	if (migrc_boot_on) {
 		migrc_keys = kvcalloc(1UL << MIGRC_KEY_BITS, sizeof(*migrc_keys),
 				      GFP_KERNEL);

@@ -11,7 +11,6 @@
 #include <linux/cpumask.h>
 #include <linux/delay.h>
 #include <linux/gfp.h>
-#include <linux/hash.h>
 #include <linux/migrate.h>
 #include <linux/migrc.h>
 #include <linux/mm.h>
@@ -181,27 +180,109 @@ static void migrc_bound_test(struct kunit *test)
 }
 
 /*
- * Key slots only move to newer generations, so two keys sharing a slot
- * can only make one look pending longer, never done early; a barrier
- * finishes the newer of its slot and the newest unkeyed generation.
+ * A key slot holds, for every key with a deferral not done, that key's
+ * signature or the shared one, and a generation at least as new as the
+ * key's: a barrier of a key that signs otherwise passes, of one that may
+ * own the slot finishes its generation.
  */
 static void migrc_slot_test(struct kunit *test)
 {
-	unsigned long slot = 0;
+	const unsigned int a = 7, b = 9;
+	unsigned long slot = 0, done = 4, latest = 20, ref = latest + 1;
 
-	migrc_slot_raise(&slot, 5);
-	KUNIT_EXPECT_EQ(test, slot, 5UL);
-	migrc_slot_raise(&slot, 3);		/* an older one sharing it */
-	KUNIT_EXPECT_EQ(test, slot, 5UL);
-	migrc_slot_raise(&slot, 9);
-	KUNIT_EXPECT_EQ(test, slot, 9UL);
-	slot = ULONG_MAX - 1;			/* across the wrap */
-	migrc_slot_raise(&slot, 2);
-	KUNIT_EXPECT_EQ(test, slot, 2UL);
+	/* Expired (generation 0): taken over by the first key, for itself. */
+	migrc_slot_raise(&slot, a, 5, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, ref, done), 5UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, ref, done), done);
+	migrc_slot_raise(&slot, a, 3, done, &latest);	/* done already */
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, ref, done), 5UL);
+	migrc_slot_raise(&slot, b, 3, done, &latest);	/* not even shared */
+	KUNIT_EXPECT_EQ(test, migrc_slot_owner(slot), a);
+	migrc_slot_raise(&slot, a, 6, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, ref, done), 6UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, ref, done), done);
 
-	KUNIT_EXPECT_EQ(test, migrc_slot_need(9, 4), 9UL);
-	KUNIT_EXPECT_EQ(test, migrc_slot_need(4, 9), 9UL);
-	KUNIT_EXPECT_EQ(test, migrc_slot_need(0, 0), 0UL);
+	/* A second pending key: shared, the newer generation for both. */
+	migrc_slot_raise(&slot, b, 5, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_owner(slot), MIGRC_SLOT_SHARED);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, ref, done), 6UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, ref, done), 6UL);
+	migrc_slot_raise(&slot, a, 8, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, ref, done), 8UL);
+
+	/* Once flushed, the next key takes it over. */
+	done = 8;
+	migrc_slot_raise(&slot, b, 10, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_owner(slot), b);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, ref, done), 10UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, ref, done), done);
+
+	/* Reclaim raises latest + 1 before it publishes it. */
+	migrc_slot_raise(&slot, b, ref, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, ref, done), ref);
+
+	/* Generations across the wrap of the word and of the slot's bits. */
+	done = ULONG_MAX - 1;
+	latest = 1;
+	slot = migrc_slot_pack(b, done - 1);
+	migrc_slot_raise(&slot, a, ULONG_MAX, done, &latest);
+	migrc_slot_raise(&slot, a, 2, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_owner(slot), a);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, latest + 1, done), 2UL);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, b, latest + 1, done), done);
+	done = BIT(MIGRC_SLOT_GEN_BITS) - 2;
+	latest = done + 3;
+	slot = migrc_slot_pack(b, done);
+	migrc_slot_raise(&slot, a, done + 3, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_owner(slot), a);
+	KUNIT_EXPECT_EQ(test, migrc_slot_read(slot, a, latest + 1, done),
+			done + 3);
+
+	/*
+	 * A slot left behind for more than 2^48 generations reads as a
+	 * newer one, never as one after latest + 1: once done covers it, it
+	 * has expired again.
+	 */
+	slot = migrc_slot_pack(a, 5);
+	latest = 5 + BIT(MIGRC_SLOT_GEN_BITS) + 10;
+	done = latest;
+	ref = latest + 1;
+	KUNIT_EXPECT_FALSE(test, migrc_gen_after(migrc_slot_read(slot, a, ref,
+								 done), ref));
+	migrc_slot_raise(&slot, b, latest + 1, done, &latest);
+	KUNIT_EXPECT_EQ(test, migrc_slot_owner(slot), b);
+
+	KUNIT_EXPECT_EQ(test, migrc_gen_newer(9, 4), 9UL);
+	KUNIT_EXPECT_EQ(test, migrc_gen_newer(4, 9), 9UL);
+}
+
+/*
+ * Keys' signatures: never the shared one (a key whose hash has those
+ * bits signs one lower), and they tell apart the keys of a slot, such as
+ * the PFNs of a migration's destinations.
+ */
+static void migrc_key_sig_test(struct kunit *test)
+{
+	const unsigned int shift = BITS_PER_LONG - MIGRC_KEY_BITS -
+				   MIGRC_SLOT_SIG_BITS;
+	unsigned long key, first = 0x100000, seen[8];
+	unsigned int i, j, n = 0;
+
+	for (key = 1; key < BIT(22); key++)
+		if (((migrc_key_hash(key) >> shift) & MIGRC_SLOT_SIG_MASK) ==
+		    MIGRC_SLOT_SHARED)
+			break;
+	KUNIT_ASSERT_LT(test, key, BIT(22));
+	KUNIT_EXPECT_EQ(test, migrc_key_sig(key), MIGRC_SLOT_SHARED - 1);
+
+	for (key = first; n < ARRAY_SIZE(seen) && key < first + BIT(24); key++)
+		if (migrc_key_index(key) == migrc_key_index(first))
+			seen[n++] = key;
+	KUNIT_ASSERT_EQ(test, n, ARRAY_SIZE(seen));
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			KUNIT_EXPECT_NE(test, migrc_key_sig(seen[i]),
+					migrc_key_sig(seen[j]));
 }
 
 /*
@@ -884,8 +965,7 @@ static void migrc_alloc_kick_test(struct kunit *test)
 
 static bool migrc_test_same_slot(struct folio *a, struct folio *b)
 {
-	return hash_long(folio_pfn(a), MIGRC_KEY_BITS) ==
-	       hash_long(folio_pfn(b), MIGRC_KEY_BITS);
+	return migrc_key_index(folio_pfn(a)) == migrc_key_index(folio_pfn(b));
 }
 
 /* A page whose key shares no slot with @a or @b. */
@@ -1325,6 +1405,7 @@ static struct kunit_case migrc_test_cases[] = {
 	KUNIT_CASE(migrc_bound_test),
 	KUNIT_CASE(migrc_block_need_test),
 	KUNIT_CASE(migrc_slot_test),
+	KUNIT_CASE(migrc_key_sig_test),
 	{}
 };
 

@@ -89,7 +89,7 @@ echo "1..16"
 check "list names the packages the project needs, each once" \
 	sh -c "for p in build-essential qemu-system-x86 busybox-static \
 		linux-source-6.12 libtracefs-dev libtraceevent-dev pkg-config \
-		xfsprogs btrfs-progs libfuse3-dev fuse3; do
+		xfsprogs btrfs-progs dmsetup libfuse3-dev fuse3; do
 			grep -qx \"\$p\" '$tmp/list' || exit 1
 		done
 		[ -z \"\$(sort '$tmp/list' | uniq -d)\" ]"

@@ -10,13 +10,15 @@
 # unrelated writer) and both ways migrc defers (migration, reclaim):
 # reader threads on the other CPU must never see old data once the change
 # returned, and the counters must show the page deferred exactly where
-# the filesystem is in migrc's safe set.  Boots:
+# the filesystem is in migrc's safe set.  One more case runs on ext4
+# through dm-delay (ext4-slow): reclaim while an O_DIRECT write is held
+# in the device (dio_inflight).  Boots:
 #
 #   off      the test kernel, migrc=off: everything
 #   on       the test kernel, migrc=on: everything
 #   vanilla  unpatched 6.12: the reclaim cases and migration with
 #            O_DIRECT on ext4, FUSE, 9p and tmpfs (the test's own
-#            validity: 0 stale reads there)
+#            validity: 0 stale reads there; it has no dm-delay)
 #   inject   the debug kernel, migrc=on, every write barrier skipped
 #            (skip_write_flush): each case where migrc defers and only
 #            its barrier stands between the readers and the old data
@@ -32,7 +34,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 kernel=${MIGRC_KERNEL:-debug} seconds=0.3 boots=""
-usage() { sed -n '4,31p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '4,33p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) [ $# -ge 2 ] || { usage >&2; exit 2; }; kernel=$2; shift 2 ;;
@@ -45,7 +47,9 @@ done
 case $seconds in ''|*[!0-9.]*) echo "fs-matrix: --seconds wants a number" >&2; exit 2 ;; esac
 boots=${boots:-off on vanilla inject}
 all="ext4 xfs btrfs fuse 9p tmpfs"
-safe="ext4 xfs tmpfs"
+safe="ext4 xfs tmpfs ext4-slow"
+# dio_inflight needs the device that holds writes: ext4-slow only.
+slow="ext4-slow -- -r reclaim.dio_inflight.no_stale_read"
 # The vanilla kernel has no XFS or btrfs (harness/config/fs-matrix.config).
 plain="ext4 fuse 9p tmpfs"
 g=$top/harness/guest/fs-matrix
@@ -70,6 +74,7 @@ inject_cases() {
 		migrate.pwrite migrate.mmap_write" ;;
 	tmpfs) echo "migrate.dio migrate.pwrite migrate.mmap_write
 		migrate.subpunch migrate.clone" ;;
+	ext4-slow) echo "reclaim.dio_inflight" ;;
 	esac
 }
 
@@ -113,10 +118,15 @@ vm() {
 for b in $boots; do
 	case $b in
 	off|on)
-		vm "$b" "$kernel" "migrc=$b" "$g" -s "$seconds" $all || rc=1 ;;
+		vm "$b" "$kernel" "migrc=$b" sh -c "r=0
+			$g -s $seconds $all -- -V dio_inflight || r=1
+			$g -s $seconds $slow || r=1
+			exit \$r" || rc=1 ;;
 	vanilla)
-		# -f and -r select the union: every reclaim case, one migration.
-		vm vanilla vanilla "" "$g" -s "$seconds" $plain -- -f reclaim \
+		# -f and -r select the union: every reclaim case, one
+		# migration; the first match wins, so -V first.
+		vm vanilla vanilla "" "$g" -s "$seconds" $plain -- \
+			-V dio_inflight -f reclaim \
 			-r migrate.dio.no_stale_read || rc=1 ;;
 	inject)
 		# One boot, each case run alone: failing is what we want.

@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #include <linux/atomic.h>
 #include <linux/bits.h>
+#include <linux/bitops.h>
+#include <linux/hash.h>
 #include <linux/jiffies.h>
 #include <linux/jump_label.h>
 #include <linux/gfp_types.h>
@@ -209,32 +211,138 @@ migrc_trim_cpus(struct cpumask *mask, unsigned long gen,
 /*
  * Keys.  A migration records its generation in a slot of a table indexed
  * by a hash of the destination's PFN, and of the mapping for a file or
- * shmem folio (hash_long(key, MIGRC_KEY_BITS)); a barrier reads only the
- * slot of what it is about to change.  A slot only ever moves to a newer generation and is never
- * cleared: it expires when the flushed generation covers it.  So a
- * collision can make a key look pending when it is not (a needless
- * flush), never the reverse.
+ * shmem folio; a barrier reads only the slot of what it is about to
+ * change.  Many keys share a slot, so a slot also holds a signature of
+ * its key, more bits of the same hash: a barrier whose key signs
+ * differently passes.  When a second key with a pending deferral meets a
+ * slot, the slot becomes shared, and every key of it must finish the
+ * newer generation; once the flushed generation covers the slot, it has
+ * expired and the next key takes it over with its own signature.  So for
+ * every key with a deferral not yet done, its slot holds that key's
+ * signature, or the shared one, and a generation at least as new: a
+ * collision can cost a needless flush, never a missed one.
+ *
+ * A slot is one word, so that it is read and raised locklessly: the
+ * signature in its top MIGRC_SLOT_SIG_BITS, the low bits of the
+ * generation below (MIGRC depends on 64BIT: 48 of them).  The generation
+ * is rebuilt as the newest one not after @ref, the newest generation a
+ * slot can hold when it is read: migrc_gens.latest + 1, read after the
+ * slot (reclaim raises its slot under the commit lock before it
+ * publishes the generation).  A slot older than 2^48 generations aliases
+ * a newer one, never one after @ref, which costs at most one needless
+ * flush.
  */
 #define MIGRC_KEY_BITS		14
+#define MIGRC_SLOT_SIG_BITS	16
+#define MIGRC_SLOT_SIG_MASK	GENMASK(MIGRC_SLOT_SIG_BITS - 1, 0)
+#define MIGRC_SLOT_SHARED	MIGRC_SLOT_SIG_MASK
+#define MIGRC_SLOT_GEN_BITS	(BITS_PER_LONG - MIGRC_SLOT_SIG_BITS)
+#define MIGRC_SLOT_GEN_MASK	GENMASK(MIGRC_SLOT_GEN_BITS - 1, 0)
 
-static inline void migrc_slot_raise(unsigned long *slot, unsigned long gen)
+/* The 64-bit multiplicative hash of @key: its slot, then its signature. */
+static inline unsigned long migrc_key_hash(unsigned long key)
 {
-	unsigned long old = READ_ONCE(*slot);
+	return key * GOLDEN_RATIO_64;
+}
 
-	do {
-		if (!migrc_gen_after(gen, old))
-			return;
-	} while (!try_cmpxchg(slot, &old, gen));
+static inline unsigned long migrc_key_index(unsigned long key)
+{
+	return migrc_key_hash(key) >> (BITS_PER_LONG - MIGRC_KEY_BITS);
+}
+
+/* Never the shared signature: a key signs for itself alone. */
+static inline unsigned int migrc_key_sig(unsigned long key)
+{
+	unsigned int sig = (migrc_key_hash(key) >>
+			    (BITS_PER_LONG - MIGRC_KEY_BITS - MIGRC_SLOT_SIG_BITS)) &
+			   MIGRC_SLOT_SIG_MASK;
+
+	return sig == MIGRC_SLOT_SHARED ? sig - 1 : sig;
+}
+
+static inline unsigned long migrc_slot_pack(unsigned int sig, unsigned long gen)
+{
+	return (unsigned long)sig << MIGRC_SLOT_GEN_BITS |
+	       (gen & MIGRC_SLOT_GEN_MASK);
+}
+
+static inline unsigned int migrc_slot_owner(unsigned long slot)
+{
+	return slot >> MIGRC_SLOT_GEN_BITS;
+}
+
+/* The generation @slot holds: the newest one not after @ref. */
+static inline unsigned long migrc_slot_gen(unsigned long slot,
+					   unsigned long ref)
+{
+	return ref - ((ref - slot) & MIGRC_SLOT_GEN_MASK);
 }
 
 /*
- * The generation a barrier must finish for a key whose slot holds @slot,
- * given the newest generation committed without keys: the newer one.
+ * The generation a barrier for a key signed @sig must finish, given its
+ * slot and @ref: the slot's if the key may own it, else @none.
  */
-static inline unsigned long migrc_slot_need(unsigned long slot,
-					    unsigned long unkeyed)
+static inline unsigned long migrc_slot_read(unsigned long slot,
+					    unsigned int sig,
+					    unsigned long ref,
+					    unsigned long none)
 {
-	return migrc_gen_after(slot, unkeyed) ? slot : unkeyed;
+	unsigned int owner = migrc_slot_owner(slot);
+
+	if (owner != sig && owner != MIGRC_SLOT_SHARED)
+		return none;
+	return migrc_slot_gen(slot, ref);
+}
+
+/*
+ * @slot once a key signed @sig has recorded @gen in it (newer than @done):
+ * the key's own if the slot has expired, else the newer generation, under
+ * the shared signature if another key holds it.
+ */
+static inline unsigned long migrc_slot_merge(unsigned long slot,
+					     unsigned int sig,
+					     unsigned long gen,
+					     unsigned long done,
+					     unsigned long ref)
+{
+	unsigned long held = migrc_slot_gen(slot, ref);
+	unsigned int owner = migrc_slot_owner(slot);
+
+	if (migrc_gen_covers(done, held))
+		return migrc_slot_pack(sig, gen);
+	if (owner != sig)
+		owner = MIGRC_SLOT_SHARED;
+	return migrc_slot_pack(owner, migrc_gen_after(gen, held) ? gen : held);
+}
+
+/*
+ * Record @gen under a key signed @sig in @slot.  @done may be stale (an
+ * expired slot then only looks shared); @latest is read after the slot,
+ * each time it is, for the slot's @ref.
+ */
+static inline void migrc_slot_raise(unsigned long *slot, unsigned int sig,
+				    unsigned long gen, unsigned long done,
+				    const unsigned long *latest)
+{
+	unsigned long old, new, ref;
+
+	if (migrc_gen_covers(done, gen))
+		return;		/* finished already: nothing to record */
+	old = READ_ONCE(*slot);
+	do {
+		/* The slot, then latest: see the comment above. */
+		smp_rmb();
+		ref = READ_ONCE(*latest) + 1;
+		new = migrc_slot_merge(old, sig, gen, done, ref);
+		if (new == old)
+			return;
+	} while (!try_cmpxchg(slot, &old, new));
+}
+
+/* The newer of two generations a barrier must finish. */
+static inline unsigned long migrc_gen_newer(unsigned long a, unsigned long b)
+{
+	return migrc_gen_after(a, b) ? a : b;
 }
 
 #ifdef CONFIG_MIGRC

@@ -124,6 +124,15 @@
  *               does the version.  Nothing can be read stale; the test
  *               shows that an unrelated writer neither breaks the deferral
  *               nor is needed to end it
+ *   dio_inflight (reclaim only) steps 3 and 4 the other way round: an
+ *               O_DIRECT write of the group, held in the device for
+ *               MIGRC_SLOW_WRITE_MS (scratch-fs's ext4-slow: dm-delay),
+ *               during which the group is faulted in with the old data,
+ *               read by the readers and reclaimed.  The file is one group,
+ *               so its cache is empty when the write completes and only
+ *               kiocb_invalidate_post_direct_write()'s barrier for an
+ *               empty cache protects the readers (see dio_inflight());
+ *               skipped unless MIGRC_SLOW_WRITE_MS is at least 50
  * For punch, zero_range, subpunch and truncate, odd versions are holes
  * and read as zero (the first word: subpunch zeroes 512 bytes), even
  * versions are data, which is never zero: a round that finds the group a
@@ -156,6 +165,7 @@
  *   remap         -    -      -    -      -
  *   cow           F    -      F    -      -
  *   unrelated     -    -      -    -      -
+ *   dio_inflight  F           (ext4-slow only)
  *
  * dio after a migration invalidates the mapped destination, which unmaps
  * it; after reclaim nothing is cached, so nothing is unmapped (tmpfs does
@@ -183,8 +193,8 @@
  *
  * Environment: MIGRC_FS_DIR, MIGRC_TEST_PAGES, MIGRC_TEST_SECONDS (per
  * case, default 2; every group is changed at least once, whatever the
- * time).  Needs 2 CPUs, and 2 memory nodes for migrate; root only to raise
- * the bounds.
+ * time), MIGRC_SLOW_WRITE_MS (dio_inflight).  Needs 2 CPUs, and 2
+ * memory nodes for migrate; root only to raise the bounds.
  */
 #include "../kselftest_harness.h"
 
@@ -207,6 +217,8 @@
 
 #define DEFAULT_DIR		"/mnt/migrc-ext4"
 #define WQ_CPUMASK		"/sys/devices/virtual/workqueue/cpumask"
+#define PROACTIVE		"/proc/sys/vm/compaction_proactiveness"
+#define STAT_INTERVAL		"/proc/sys/vm/stat_interval"
 #define DEFAULT_SECONDS		2.0
 #define MAX_SECONDS		60.0
 #define TEST_TIMEOUT		120
@@ -221,12 +233,13 @@
 #define BIG_PENDING		"32768"	/* pages, 128 MB */
 #define MIGRC_SYSFS		"/sys/kernel/mm/migrc/"
 #define MAGIC			0x6d67ULL
+#define SLOW_ENV		"MIGRC_SLOW_WRITE_MS"
 
 enum method { RECLAIM, MIGRATE };
 
 enum change {
 	DIO, PWRITE, MMAP_WRITE, PUNCH, ZERO_RANGE, SUBPUNCH, TRUNCATE, CLONE,
-	REMAP, COW, UNRELATED,
+	REMAP, COW, UNRELATED, DIO_INFLIGHT,
 };
 
 /* How the clone variant changes the file, decided by its first round. */
@@ -269,6 +282,7 @@ struct saved {
 	char path2[300];			/* the second file */
 	char old_age[32], old_pending[32];	/* "": not changed */
 	char old_wq_mask[64];			/* "": not changed */
+	char old_proactive[16], old_stat[16];	/* DIO_INFLIGHT */
 };
 
 struct env {
@@ -277,11 +291,13 @@ struct env {
 	enum change how;
 	int fd, dfd;
 	int fd2;		/* REMAP, CLONE, UNRELATED: the second file */
+	double slow_s;		/* DIO_INFLIGHT: how long the device holds writes */
 	int rfd, rfd2;		/* read-only: what the readers' mapping maps */
 	bool *alt;		/* REMAP: the group maps the second file */
 	bool *cowed;		/* COW: the group holds anonymous copies */
 	enum clone_how clone;
 	struct ctl *ctl;	/* MMAP_WRITE */
+	struct dio_job *dio;	/* DIO_INFLIGHT */
 	pid_t writer;		/* MMAP_WRITE: the writer process, or 0 */
 	int cpus[MAX_READERS + 1];
 	int ncpus, nreaders;
@@ -541,14 +557,22 @@ static void stop_writer(struct env *e)
  * Write version @ver of the group at @first through @fd, a page per
  * pwrite() (see map_file()); the number of bytes written, or -1.
  */
+static void fill_group(struct env *e, size_t first, uint64_t ver)
+{
+	size_t i, words = e->psz / sizeof(uint64_t);
+
+	memset(e->buf, 0, GROUP * e->psz);
+	for (i = 0; i < GROUP; i++)
+		e->buf[i * words] = expected(e, first + i, ver);
+}
+
 static ssize_t write_group(struct env *e, int fd, size_t first, uint64_t ver)
 {
 	size_t i, words = e->psz / sizeof(uint64_t);
 	ssize_t ret, done = 0;
 
-	memset(e->buf, 0, GROUP * e->psz);
+	fill_group(e, first, ver);
 	for (i = 0; i < GROUP; i++) {
-		e->buf[i * words] = expected(e, first + i, ver);
 		ret = pwrite(fd, e->buf + i * words, e->psz,
 			     (first + i) * e->psz);
 		if (ret < 0)
@@ -744,6 +768,8 @@ static int change(struct env *e, size_t first, uint64_t ver)
 	case UNRELATED:
 		/* Not the mapped file: @ver is the version it holds. */
 		return write_group(e, e->fd2, first, ver) == len ? 0 : -errno;
+	case DIO_INFLIGHT:
+		break;		/* dio_inflight() */
 	}
 	return -EINVAL;
 }
@@ -753,6 +779,151 @@ static void sync_readers(struct __test_metadata *_metadata, struct env *e,
 {
 	ASSERT_TRUE(wait_sweeps(e, n)) {
 		TH_LOG("a reader made no progress for %.0f s", READER_WAIT_S);
+	}
+}
+
+/*
+ * DIO_INFLIGHT: the O_DIRECT writes, on a thread of their own that lives
+ * as long as the readers.  Not one per write: a thread that exits frees
+ * its stack with MADV_DONTNEED (glibc), whose zap completes the mm's
+ * batched flush (flush_tlb_batched_pending()), reclaim's deferred one
+ * included, and the readers' stale entries would be gone before they
+ * look.
+ */
+struct dio_job {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool started;
+	int seq;		/* asked for; -1: exit */
+	int done;		/* the last seq completed */
+	size_t first;
+	ssize_t ret;
+	int err;
+};
+
+static void *dio_main(void *arg)
+{
+	struct env *e = arg;
+	struct dio_job *j = e->dio;
+	int seq = 0;
+
+	pthread_mutex_lock(&j->lock);
+	for (;;) {
+		while (j->seq == seq)
+			pthread_cond_wait(&j->cond, &j->lock);
+		seq = j->seq;
+		if (seq < 0)
+			break;
+		pthread_mutex_unlock(&j->lock);
+		/* One write of the group: one bio, held once by the device. */
+		j->ret = pwrite(e->dfd, e->buf, GROUP * e->psz,
+				j->first * e->psz);
+		j->err = errno;
+		pthread_mutex_lock(&j->lock);
+		j->done = seq;
+		pthread_cond_broadcast(&j->cond);
+	}
+	pthread_mutex_unlock(&j->lock);
+	return NULL;
+}
+
+/* On this CPU, as this thread is: the readers' CPUs stay theirs. */
+static int start_dio(struct env *e)
+{
+	struct dio_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	pthread_mutex_init(&j->lock, NULL);
+	pthread_cond_init(&j->cond, NULL);
+	e->dio = j;
+	j->started = !pthread_create(&j->thread, NULL, dio_main, e);
+	return j->started ? 0 : -EAGAIN;
+}
+
+static void stop_dio(struct env *e)
+{
+	struct dio_job *j = e->dio;
+
+	if (!j || !j->started)
+		return;
+	pthread_mutex_lock(&j->lock);
+	j->seq = -1;
+	pthread_cond_broadcast(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+	pthread_join(j->thread, NULL);
+	j->started = false;
+}
+
+static bool dio_done(struct dio_job *j, int seq)
+{
+	bool done;
+
+	pthread_mutex_lock(&j->lock);
+	done = j->done == seq;
+	pthread_mutex_unlock(&j->lock);
+	return done;
+}
+
+/*
+ * DIO_INFLIGHT, steps 3 and 4: reclaim while an O_DIRECT write of @ver is
+ * in flight.  The write invalidates the group before it is issued (which
+ * unmaps it, flushing the readers' entries whatever migrc does), then the
+ * device holds it for e->slow_s.  Meanwhile the group is faulted in again
+ * with the old data, the readers take entries for it, and reclaim frees
+ * it with the flush deferred: the file is this group alone, so its cache
+ * is empty when the write completes, invalidation after the write has
+ * nothing to unmap, and only the barrier for an empty cache
+ * (kiocb_invalidate_post_direct_write()) ends the stale entries.
+ */
+static void dio_inflight(struct __test_metadata *_metadata, struct env *e,
+			 size_t first, uint64_t ver)
+{
+	struct dio_job *j = e->dio;
+	double t0 = now_s(), late;
+	int seq;
+	bool held;
+
+	fill_group(e, first, ver);
+	pthread_mutex_lock(&j->lock);
+	seq = ++j->seq;
+	j->first = first;
+	pthread_cond_broadcast(&j->cond);
+	pthread_mutex_unlock(&j->lock);
+	usleep(e->slow_s * 1e6 / 5);
+	held = !dio_done(j, seq);
+	if (held) {
+		/* The old data back. */
+		publish(e, first, ver - 1);
+		/*
+		 * The readers' entries, then reclaim, as late as the device
+		 * allows: from their last read to the reclaim and on to
+		 * their next read, any kernel thread that runs on a reader's
+		 * CPU flushes its TLB (switching back from lazy TLB mode),
+		 * and the readers would not see a missing barrier.
+		 */
+		late = t0 + e->slow_s * 0.9 - now_s();
+		if (late > 0)
+			usleep(late * 1e6);
+		set_quiet(e, first, 0);
+		sync_readers(_metadata, e, 2);
+		set_quiet(e, first, 1);
+		sync_readers(_metadata, e, 1);
+		reclaim_group(_metadata, e, first);
+		held = !dio_done(j, seq);
+	}
+	pthread_mutex_lock(&j->lock);
+	while (j->done != seq)
+		pthread_cond_wait(&j->cond, &j->lock);
+	pthread_mutex_unlock(&j->lock);
+	ASSERT_EQ(j->ret, (ssize_t)(GROUP * e->psz)) {
+		TH_LOG("O_DIRECT write of pages %zu-%zu: %s", first,
+		       first + GROUP - 1, strerror(j->err));
+	}
+	ASSERT_TRUE(held) {
+		TH_LOG("the write completed before the reclaim: raise %s (%.0f)",
+		       SLOW_ENV, e->slow_s * 1000);
 	}
 }
 
@@ -811,18 +982,23 @@ static void one_round(struct __test_metadata *_metadata, struct env *e)
 	/* 2. Quiet: nobody reads the group now, the entries stay. */
 	set_quiet(e, first, 1);
 	sync_readers(_metadata, e, 1);
-	/* 3. Reclaim or migrate. */
-	if (e->method == RECLAIM)
-		reclaim_group(_metadata, e, first);
-	else
-		move_group(_metadata, e, first);
-	/* 4. The change; an unrelated write changes no version. */
-	if (e->how != UNRELATED)
-		ver++;
-	ret = change(e, first, ver);
-	ASSERT_EQ(ret, 0) {
-		TH_LOG("change of pages %zu-%zu: %s", first,
-		       first + GROUP - 1, strerror(-ret));
+	if (e->how == DIO_INFLIGHT) {
+		/* 3 and 4 at once. */
+		dio_inflight(_metadata, e, first, ++ver);
+	} else {
+		/* 3. Reclaim or migrate. */
+		if (e->method == RECLAIM)
+			reclaim_group(_metadata, e, first);
+		else
+			move_group(_metadata, e, first);
+		/* 4. The change; an unrelated write changes no version. */
+		if (e->how != UNRELATED)
+			ver++;
+		ret = change(e, first, ver);
+		ASSERT_EQ(ret, 0) {
+			TH_LOG("change of pages %zu-%zu: %s", first,
+			       first + GROUP - 1, strerror(-ret));
+		}
 	}
 	/* 5. Publish, fault in, let the readers back. */
 	publish(e, first, ver);
@@ -858,6 +1034,14 @@ static void setup(struct __test_metadata *_metadata, struct env **ep,
 	e->npages = env_double("MIGRC_TEST_PAGES", DEFAULT_PAGES, 2 * GROUP,
 			       MAX_PAGES);
 	e->npages -= e->npages % GROUP;
+	if (how == DIO_INFLIGHT) {
+		/* One group: reclaim empties the file's cache. */
+		e->npages = GROUP;
+		e->slow_s = env_double(SLOW_ENV, 0, 0, 60000) / 1000;
+		if (e->slow_s < 0.05)
+			SKIP(return, "needs %s >= 50 (scratch-fs ext4-slow)",
+			     SLOW_ENV);
+	}
 	e->holes = how == PUNCH || how == ZERO_RANGE || how == SUBPUNCH ||
 		   how == TRUNCATE;
 	snprintf(e->dir, sizeof(e->dir), "%s", dir && *dir ? dir : DEFAULT_DIR);
@@ -906,6 +1090,10 @@ static void teardown_parent(struct saved *s)
 {
 	if (s->old_wq_mask[0])
 		write_str(WQ_CPUMASK, s->old_wq_mask);
+	if (s->old_proactive[0])
+		write_str(PROACTIVE, s->old_proactive);
+	if (s->old_stat[0])
+		write_str(STAT_INTERVAL, s->old_stat);
 	if (s->old_age[0])
 		write_str(MIGRC_SYSFS "max_age_ms", s->old_age);
 	if (s->old_pending[0])
@@ -914,6 +1102,13 @@ static void teardown_parent(struct saved *s)
 		unlink(s->path);
 	if (s->path2[0])
 		unlink(s->path2);
+}
+
+/* Set @path to @val, @old keeping what it was; "" if it cannot be set. */
+static void set_knob(const char *path, const char *val, char *old, size_t size)
+{
+	if (read_str(path, old, size) || write_str(path, val))
+		old[0] = 0;
 }
 
 /* Raise a migrc bound for the run, if there is one; @old keeps it. */
@@ -975,14 +1170,13 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 	ASSERT_GE(e->fd, 0) {
 		TH_LOG("create %s: %s", e->s->path, strerror(errno));
 	}
-	if (how == DIO) {
+	if (how == DIO || how == DIO_INFLIGHT) {
 		e->dfd = open(e->s->path, O_RDWR | O_DIRECT);
 		err = errno;
-	}
-	if (how == DIO && e->dfd < 0 && err == EINVAL)
-		SKIP(return, "%s: O_DIRECT not supported", e->fstype);
-	if (how == DIO)
+		if (e->dfd < 0 && err == EINVAL)
+			SKIP(return, "%s: O_DIRECT not supported", e->fstype);
 		ASSERT_GE(e->dfd, 0);
+	}
 	ASSERT_EQ(ftruncate(e->fd, e->npages * e->psz), 0) {
 		TH_LOG("ftruncate %s: %s", e->s->path, strerror(errno));
 	}
@@ -991,8 +1185,8 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 		return;
 	ASSERT_EQ(posix_memalign((void **)&e->buf, e->psz, len), 0);
 	for (p = 0; p < e->npages; p += GROUP) {
-		ret = write_group(e, how == DIO ? e->dfd : e->fd, p, 0);
-		if (ret < 0 && errno == EINVAL && how == DIO)
+		ret = write_group(e, e->dfd >= 0 ? e->dfd : e->fd, p, 0);
+		if (ret < 0 && errno == EINVAL && e->dfd >= 0)
 			SKIP(return, "%s: O_DIRECT write refused", e->fstype);
 		ASSERT_EQ(ret, len);
 	}
@@ -1067,6 +1261,20 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 		if (e->cpus[0] >= 64 || write_str(WQ_CPUMASK, mask))
 			e->s->old_wq_mask[0] = 0;
 	}
+	/*
+	 * DIO_INFLIGHT keeps the readers' entries stale for most of a
+	 * second, while the device holds the write: long enough for
+	 * proactive compaction (every 500 ms, kcompactd of the readers'
+	 * node) and vmstat's per-CPU work to run on a reader's CPU, and
+	 * switching back to the reader flushes its TLB like the kworkers
+	 * above.  Best effort, as above.
+	 */
+	if (how == DIO_INFLIGHT) {
+		set_knob(PROACTIVE, "0", e->s->old_proactive,
+			 sizeof(e->s->old_proactive));
+		set_knob(STAT_INTERVAL, "3600", e->s->old_stat,
+			 sizeof(e->s->old_stat));
+	}
 	raise_bound(_metadata, "max_age_ms", LONG_AGE_MS, e->s->old_age,
 		    sizeof(e->s->old_age));
 	/* Best effort: capped at a quarter of the RAM. */
@@ -1084,6 +1292,8 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 		ASSERT_EQ(pthread_create(&r->thread, NULL, reader_main, r), 0);
 		e->running = true;
 	}
+	if (how == DIO_INFLIGHT)
+		ASSERT_EQ(start_dio(e), 0);
 	sync_readers(_metadata, e, 2);
 	for (i = 0; i < e->nreaders; i++)
 		ASSERT_EQ(e->readers[i].pin_err, 0) {
@@ -1162,6 +1372,7 @@ static void no_stale_read(struct __test_metadata *_metadata, struct env *e,
 	} while (now < deadline || (e->rounds < min_rounds && now < hard));
 	stop_readers(e);
 	stop_writer(e);
+	stop_dio(e);
 
 	deferred = read_vmstat("migrc_deferred_pages");
 	reclaimed = read_vmstat("migrc_deferred_reclaim");
@@ -1297,6 +1508,15 @@ FIXTURE_VARIANT_ADD(reclaim, cow) {
 FIXTURE_VARIANT_ADD(reclaim, unrelated) {
 	.how = UNRELATED,
 	.name = "unrelated",
+};
+
+/*
+ * Reclaim only: a migration leaves the destination in the cache, which
+ * invalidation after the write unmaps (the dio case).
+ */
+FIXTURE_VARIANT_ADD(reclaim, dio_inflight) {
+	.how = DIO_INFLIGHT,
+	.name = "dio_inflight",
 };
 
 FIXTURE_VARIANT_ADD(migrate, dio) {
