@@ -234,6 +234,7 @@
 #define MIGRC_SYSFS		"/sys/kernel/mm/migrc/"
 #define MAGIC			0x6d67ULL
 #define SLOW_ENV		"MIGRC_SLOW_WRITE_MS"
+#define DIO_ROUNDS		3
 
 enum method { RECLAIM, MIGRATE };
 
@@ -292,6 +293,7 @@ struct env {
 	int fd, dfd;
 	int fd2;		/* REMAP, CLONE, UNRELATED: the second file */
 	double slow_s;		/* DIO_INFLIGHT: how long the device holds writes */
+	bool migrc_on;		/* migrc present and on */
 	int rfd, rfd2;		/* read-only: what the readers' mapping maps */
 	bool *alt;		/* REMAP: the group maps the second file */
 	bool *cowed;		/* COW: the group holds anonymous copies */
@@ -817,6 +819,7 @@ static void *dio_main(void *arg)
 			break;
 		pthread_mutex_unlock(&j->lock);
 		/* One write of the group: one bio, held once by the device. */
+		errno = EIO;	/* what a short write means */
 		j->ret = pwrite(e->dfd, e->buf, GROUP * e->psz,
 				j->first * e->psz);
 		j->err = errno;
@@ -832,14 +835,16 @@ static void *dio_main(void *arg)
 static int start_dio(struct env *e)
 {
 	struct dio_job *j = calloc(1, sizeof(*j));
+	int err;
 
 	if (!j)
 		return -ENOMEM;
 	pthread_mutex_init(&j->lock, NULL);
 	pthread_cond_init(&j->cond, NULL);
 	e->dio = j;
-	j->started = !pthread_create(&j->thread, NULL, dio_main, e);
-	return j->started ? 0 : -EAGAIN;
+	err = pthread_create(&j->thread, NULL, dio_main, e);
+	j->started = !err;
+	return -err;
 }
 
 static void stop_dio(struct env *e)
@@ -882,6 +887,8 @@ static void dio_inflight(struct __test_metadata *_metadata, struct env *e,
 {
 	struct dio_job *j = e->dio;
 	double t0 = now_s(), late;
+	long long deferred;
+	unsigned long freed;
 	int seq;
 	bool held;
 
@@ -910,8 +917,19 @@ static void dio_inflight(struct __test_metadata *_metadata, struct env *e,
 		sync_readers(_metadata, e, 2);
 		set_quiet(e, first, 1);
 		sync_readers(_metadata, e, 1);
+		freed = e->freed;
+		deferred = read_vmstat("migrc_deferred_reclaim");
 		reclaim_group(_metadata, e, first);
 		held = !dio_done(j, seq);
+		/* The whole file: its cache is empty when the write ends. */
+		ASSERT_EQ(e->freed - freed, (unsigned long)GROUP) {
+			TH_LOG("reclaim freed %lu of the %d pages: the cache is not empty",
+			       e->freed - freed, GROUP);
+		}
+		/* Freed by reclaim, not dropped by the write's invalidation. */
+		if (e->migrc_on)
+			ASSERT_EQ(read_vmstat("migrc_deferred_reclaim") - deferred,
+				  GROUP);
 	}
 	pthread_mutex_lock(&j->lock);
 	while (j->done != seq)
@@ -1163,6 +1181,22 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 	ssize_t ret;
 	int i, err = 0;
 
+	/*
+	 * DIO_INFLIGHT needs the readers' CPUs free of kernel threads from
+	 * the readers' last read before the reclaim to their next read after
+	 * the held write, a tenth of the hold: proactive compaction (every
+	 * 500 ms, kcompactd of the readers' node) and vmstat's per-CPU work
+	 * would run there, and switching back to a reader flushes its TLB
+	 * like the kworkers below.  First thing: a vmstat work armed with
+	 * the old interval still runs once, during the setup's writes.
+	 * Best effort, as below.
+	 */
+	if (how == DIO_INFLIGHT) {
+		set_knob(PROACTIVE, "0", e->s->old_proactive,
+			 sizeof(e->s->old_proactive));
+		set_knob(STAT_INTERVAL, "3600", e->s->old_stat,
+			 sizeof(e->s->old_stat));
+	}
 	/* Not unlinked at once: 9p cannot resize an unlinked file. */
 	snprintf(e->s->path, sizeof(e->s->path), "%s/migrc_fschange.%d",
 		 e->dir, getpid());
@@ -1185,8 +1219,9 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 		return;
 	ASSERT_EQ(posix_memalign((void **)&e->buf, e->psz, len), 0);
 	for (p = 0; p < e->npages; p += GROUP) {
-		ret = write_group(e, e->dfd >= 0 ? e->dfd : e->fd, p, 0);
-		if (ret < 0 && errno == EINVAL && e->dfd >= 0)
+		/* DIO_INFLIGHT: buffered, one held writeback, not 8 writes. */
+		ret = write_group(e, how == DIO ? e->dfd : e->fd, p, 0);
+		if (ret < 0 && errno == EINVAL && how == DIO)
 			SKIP(return, "%s: O_DIRECT write refused", e->fstype);
 		ASSERT_EQ(ret, len);
 	}
@@ -1261,20 +1296,6 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 		if (e->cpus[0] >= 64 || write_str(WQ_CPUMASK, mask))
 			e->s->old_wq_mask[0] = 0;
 	}
-	/*
-	 * DIO_INFLIGHT keeps the readers' entries stale for most of a
-	 * second, while the device holds the write: long enough for
-	 * proactive compaction (every 500 ms, kcompactd of the readers'
-	 * node) and vmstat's per-CPU work to run on a reader's CPU, and
-	 * switching back to the reader flushes its TLB like the kworkers
-	 * above.  Best effort, as above.
-	 */
-	if (how == DIO_INFLIGHT) {
-		set_knob(PROACTIVE, "0", e->s->old_proactive,
-			 sizeof(e->s->old_proactive));
-		set_knob(STAT_INTERVAL, "3600", e->s->old_stat,
-			 sizeof(e->s->old_stat));
-	}
 	raise_bound(_metadata, "max_age_ms", LONG_AGE_MS, e->s->old_age,
 		    sizeof(e->s->old_age));
 	/* Best effort: capped at a quarter of the RAM. */
@@ -1292,8 +1313,13 @@ static void prepare(struct __test_metadata *_metadata, struct env *e)
 		ASSERT_EQ(pthread_create(&r->thread, NULL, reader_main, r), 0);
 		e->running = true;
 	}
-	if (how == DIO_INFLIGHT)
-		ASSERT_EQ(start_dio(e), 0);
+	if (how == DIO_INFLIGHT) {
+		ret = start_dio(e);
+		ASSERT_EQ(ret, 0) {
+			TH_LOG("cannot start the O_DIRECT thread: %s",
+			       strerror(-ret));
+		}
+	}
 	sync_readers(_metadata, e, 2);
 	for (i = 0; i < e->nreaders; i++)
 		ASSERT_EQ(e->readers[i].pin_err, 0) {
@@ -1354,6 +1380,7 @@ static void no_stale_read(struct __test_metadata *_metadata, struct env *e,
 	     !read_str(MIGRC_SYSFS "enabled", buf, sizeof(buf)) &&
 	     !strcmp(buf, "on");
 	safe = in_safe_set(e->fstype);
+	e->migrc_on = on;
 	d0 = read_vmstat("migrc_deferred_pages");
 	r0 = read_vmstat("migrc_deferred_reclaim");
 	x0 = read_vmstat("migrc_excluded_pages");
@@ -1366,6 +1393,14 @@ static void no_stale_read(struct __test_metadata *_metadata, struct env *e,
 	hard = start + GRACE_FACTOR * seconds;
 	/* Every group once; truncate changes only the last one. */
 	min_rounds = e->how == TRUNCATE ? 1 : e->npages / GROUP;
+	/*
+	 * One group, one held write per round: a few rounds, each can catch
+	 * a missing barrier, whatever the time per case.
+	 */
+	if (e->how == DIO_INFLIGHT) {
+		min_rounds = DIO_ROUNDS;
+		hard += DIO_ROUNDS * 2 * e->slow_s;
+	}
 	do {
 		one_round(_metadata, e);
 		now = now_s();
