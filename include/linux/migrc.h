@@ -239,7 +239,10 @@ migrc_trim_cpus(struct cpumask *mask, unsigned long gen,
 #define MIGRC_SLOT_GEN_BITS	(BITS_PER_LONG - MIGRC_SLOT_SIG_BITS)
 #define MIGRC_SLOT_GEN_MASK	GENMASK(MIGRC_SLOT_GEN_BITS - 1, 0)
 
-/* The 64-bit multiplicative hash of @key: its slot, then its signature. */
+/*
+ * The multiplicative hash of @key, all 64 bits: its slot, then its
+ * signature (hash_64() returns 32 bits at most).
+ */
 static inline unsigned long migrc_key_hash(unsigned long key)
 {
 	return key * GOLDEN_RATIO_64;
