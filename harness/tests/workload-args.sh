@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..58"
+echo "1..65"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -92,6 +92,10 @@ refused "anon-ro: -p seals the buffer that -w writes" anon-ro -s 1 -t 1 -p -w 10
 refused "anon-ro: -c 0" anon-ro -s 1 -t 1 -c 0
 refused "anon-ro: -c above 100" anon-ro -s 1 -t 1 -c 101
 refused "anon-ro: -c with garbage" anon-ro -s 1 -t 1 -c 90%
+refused "anon-ro: -H 0" anon-ro -s 1 -t 1 -H 0
+refused "anon-ro: -H above 100" anon-ro -s 1 -t 1 -H 101
+refused "anon-ro: -d 0" anon-ro -s 1 -t 1 -H 50 -d 0
+refused "anon-ro: -d without a window (-H 100)" anon-ro -s 1 -t 1 -d 10
 helps "anon-ro --help prints usage, status 0" anon-ro --help
 
 # harness/bench-copy checks its arguments before it boots anything.
@@ -143,6 +147,9 @@ a=harness/guest/anon-steady
 script_refused "anon-steady: no BIN and OUT" $a "need BIN and OUT"
 script_refused "anon-steady: -c not a number" $a "not a number" -c 9x "$sel" "$tmp/x"
 script_refused "anon-steady: -w empty" $a "not a number" -w "" "$sel" "$tmp/x"
+script_refused "anon-steady: -d without -H" $a "give -H below 100" -d 300 "$sel" "$tmp/x"
+script_refused "anon-steady: -H without -d" $a "-H needs -d" -H 40 "$sel" "$tmp/x"
+script_refused "anon-steady: -H not a number" $a "not a number" -H 4O -d 300 "$sel" "$tmp/x"
 # harness/demo checks its arguments before it removes build/demo.
 script_refused "demo: --parts with a part that does not exist" harness/demo "invalid --parts" --parts 1,6
 script_refused "demo: --parts empty" harness/demo "invalid --parts" --parts ""

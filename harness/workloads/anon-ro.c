@@ -23,6 +23,17 @@
  * word they hit with the value it already holds: writes that make pages
  * writable again while verification still holds.
  *
+ * With -H PERCENT the reads go to a window of that share of the buffer,
+ * not all of it, and with -d SECONDS the window slides over the buffer,
+ * wrapping around once every SECONDS: a hot set that moves, as the
+ * experts a mixture-of-experts model uses, a key-value store's popular
+ * keys or a solver's active region do.  Uniform reads of a buffer bigger
+ * than the fast node leave reclaim nothing cold to demote: kswapd finds
+ * every page referenced, gives up on the node (node_unreclaimable in
+ * /proc/zoneinfo) and tiering stops, promotions included.  A moving
+ * window keeps the pages behind it cold, so tiering keeps moving them:
+ * that is where a read-mostly workload's steady state of migration is.
+ *
  * With -c PERCENT it also finds out when tiering has cycled the fast node:
  * the first demotion of a page written at start-up finds it writable, and
  * only once most of those have moved is the run in its steady state.  It
@@ -78,12 +89,15 @@ static struct {
 	unsigned long seconds, interval;
 	unsigned int permille;		/* accesses that are writes */
 	unsigned int cycle_pct;		/* -c: 0 if not asked */
+	unsigned int hot_pct;		/* -H: share of the buffer read */
+	unsigned long drift;		/* -d: seconds per lap, 0: still */
 	u64 seed;
 	bool seal;
 } opt = {
 	.size = 1536UL << 20,
 	.seconds = 60,
 	.interval = 10,
+	.hot_pct = 100,
 };
 
 struct worker {			/* a cache line or more each */
@@ -99,7 +113,8 @@ struct worker {			/* a cache line or more each */
 };
 
 static u64 *map;
-static size_t nr_pages;
+static size_t nr_pages, win_pages;	/* the buffer, the window read */
+static double reads_start;		/* when the reads began */
 static struct worker *workers;
 static pthread_barrier_t written, go;
 static atomic_bool stop;
@@ -114,7 +129,8 @@ static void show_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: anon-ro [-s MB] [-r THREADS] [-t SECONDS] [-i SECONDS] [-p]\n"
-		"               [-w PERMILLE] [-c PERCENT] [-S SEED]\n"
+		"               [-w PERMILLE] [-c PERCENT] [-H PERCENT [-d SECONDS]]\n"
+		"               [-S SEED]\n"
 		"Fill an anonymous buffer with a pattern, one slice per thread, then\n"
 		"read random words of all of it from every thread, one word per page\n"
 		"visited, verifying each: read-mostly anonymous memory, as model\n"
@@ -132,6 +148,10 @@ static void show_usage(FILE *f)
 		"      the write phase left on the first thread's node have moved to\n"
 		"      another frame (root: it reads frame numbers from pagemap), and\n"
 		"      the share moved on each interval line\n"
+		"  -H  read only a window of PERCENT (1..100) of the buffer, a hot set\n"
+		"      (default 100: all of it, uniformly)\n"
+		"  -d  slide the window over the buffer, once round every SECONDS\n"
+		"      (1..2^30; default: it stays at the start); needs -H below 100\n"
 		"  -S  seed of the pattern and the random walk (default: from the clock)\n"
 		"  -h, --help  this text\n"
 		"Prints 'anon-ro: size=MB threads=N seconds=S reads=N writes=N\n"
@@ -216,13 +236,14 @@ static void wrong_word(struct worker *w, size_t idx, u64 got)
 }
 
 /*
- * One batch: BATCH random pages, one word of each.  The addresses are
- * drawn first so that the loads are independent and miss in parallel.
- * The top 32 bits of a draw pick the page, the low 9 the word in it, the
- * 23 above those whether the access is a write.
+ * One batch: BATCH random pages of the window that starts at page @first,
+ * one word of each.  The addresses are drawn first so that the loads are
+ * independent and miss in parallel.  The top 32 bits of a draw pick the
+ * page, the low 9 the word in it, the 23 above those whether the access
+ * is a write.
  */
-static void batch(struct worker *w, u64 *rng, unsigned long *reads,
-		  unsigned long *writes)
+static void batch(struct worker *w, size_t first, u64 *rng,
+		  unsigned long *reads, unsigned long *writes)
 {
 	u32 wlimit = (u32)(((u64)opt.permille << 23) / 1000);
 	size_t idx[BATCH];
@@ -233,8 +254,11 @@ static void batch(struct worker *w, u64 *rng, unsigned long *reads,
 	for (b = 0; b < BATCH; b++) {
 		u64 r = next_rand(rng);
 
-		idx[b] = (size_t)(((r >> 32) * nr_pages) >> 32) * PAGE_WORDS +
-			 (r & (PAGE_WORDS - 1));
+		size_t page = first + (size_t)(((r >> 32) * win_pages) >> 32);
+
+		if (page >= nr_pages)
+			page -= nr_pages;	/* the window wraps around */
+		idx[b] = page * PAGE_WORDS + (r & (PAGE_WORDS - 1));
 		wr[b] = ((r >> 9) & 0x7fffff) < wlimit;
 	}
 	for (b = 0; b < BATCH; b++) {
@@ -348,14 +372,29 @@ static double cycle_check(void)
 	return cyc.tracked ? cyc.moved * 100.0 / cyc.tracked : 100.0;
 }
 
+/*
+ * The first page of the window, now: with -d it has slid (t / drift) of
+ * the way round the buffer since the reads began.
+ */
+static size_t window_first(void)
+{
+	double lap;
+
+	if (!opt.drift)
+		return 0;
+	lap = (now() - reads_start) / opt.drift;
+	lap -= (unsigned long)lap;
+	return (size_t)(lap * nr_pages) % nr_pages;
+}
+
 static void *worker_fn(void *arg)
 {
 	struct worker *w = arg;
 	size_t first = nr_pages * w->id / opt.threads * PAGE_WORDS;
 	size_t last = nr_pages * (w->id + 1) / opt.threads * PAGE_WORDS;
-	unsigned long reads = 0, writes = 0;
+	unsigned long reads = 0, writes = 0, n;
 	u64 rng = mix(opt.seed + w->id);
-	size_t i;
+	size_t i, win = 0;
 
 	pin(w->cpu);
 	for (i = first; i < last; i++)
@@ -363,8 +402,11 @@ static void *worker_fn(void *arg)
 	pthread_barrier_wait(&written);
 	pthread_barrier_wait(&go);
 
-	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		batch(w, &rng, &reads, &writes);
+	for (n = 0; !atomic_load_explicit(&stop, memory_order_relaxed); n++) {
+		/* A clock read per 64 batches: the window moves smoothly. */
+		if (!(n & 63))
+			win = window_first();
+		batch(w, win, &rng, &reads, &writes);
 		atomic_store_explicit(&w->reads, reads, memory_order_relaxed);
 		atomic_store_explicit(&w->writes, writes, memory_order_relaxed);
 	}
@@ -427,7 +469,7 @@ static int parse_args(int argc, char **argv)
 	unsigned long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:c:S:h", longopts,
+	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:c:H:d:S:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -461,6 +503,15 @@ static int parse_args(int argc, char **argv)
 				return bad_value(c, optarg);
 			opt.cycle_pct = v;
 			break;
+		case 'H':
+			if (!parse_ul(optarg, 1, 100, &v))
+				return bad_value(c, optarg);
+			opt.hot_pct = v;
+			break;
+		case 'd':
+			if (!parse_ul(optarg, 1, 1UL << 30, &opt.drift))
+				return bad_value(c, optarg);
+			break;
 		case 'S':
 			if (!parse_ul(optarg, 0, ULONG_MAX, &v))
 				return bad_value(c, optarg);
@@ -483,6 +534,11 @@ static int parse_args(int argc, char **argv)
 	}
 	if (opt.seal && opt.permille) {
 		fprintf(stderr, "anon-ro: invalid: -p seals the buffer, -w writes to it\n");
+		show_usage(stderr);
+		return 2;
+	}
+	if (opt.drift && opt.hot_pct == 100) {
+		fprintf(stderr, "anon-ro: invalid: -d slides a window: give -H below 100\n");
 		show_usage(stderr);
 		return 2;
 	}
@@ -510,6 +566,9 @@ int main(int argc, char **argv)
 		return rc;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	nr_pages = opt.size / PAGE;
+	win_pages = nr_pages * opt.hot_pct / 100;
+	if (!win_pages)
+		win_pages = 1;
 
 	map = mmap(NULL, opt.size, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -564,6 +623,14 @@ int main(int argc, char **argv)
 		}
 		printf("anon-ro write: buffer sealed with mprotect(PROT_READ)\n");
 	}
+	if (opt.hot_pct < 100) {
+		printf("anon-ro window: %zu of %zu pages (%u%%), ", win_pages,
+		       nr_pages, opt.hot_pct);
+		if (opt.drift)
+			printf("once round the buffer every %lu s\n", opt.drift);
+		else
+			printf("still, at the start\n");
+	}
 	if (opt.cycle_pct) {
 		rc = cycle_start();
 		if (rc)
@@ -571,6 +638,7 @@ int main(int argc, char **argv)
 	}
 
 	start = now();
+	reads_start = start;
 	end = start + opt.seconds;
 	next = opt.interval ? start + opt.interval : end;
 	last = start;
