@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..65"
+echo "1..67"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -150,10 +150,12 @@ script_refused "anon-steady: -w empty" $a "not a number" -w "" "$sel" "$tmp/x"
 script_refused "anon-steady: -d without -H" $a "give -H below 100" -d 300 "$sel" "$tmp/x"
 script_refused "anon-steady: -H without -d" $a "-H needs -d" -H 40 "$sel" "$tmp/x"
 script_refused "anon-steady: -H not a number" $a "not a number" -H 4O -d 300 "$sel" "$tmp/x"
+script_refused "anon-steady: -m not a number" $a "not a number" -m 5e4 "$tmp/nobin" "$tmp/x"
 # harness/demo checks its arguments before it removes build/demo.
 script_refused "demo: --parts with a part that does not exist" harness/demo "invalid --parts" --parts 1,6
 script_refused "demo: --parts empty" harness/demo "invalid --parts" --parts ""
 script_refused "demo: --awarm not a number" harness/demo "not a number" --awarm 20m
+script_refused "demo: --ahot above 100" harness/demo "invalid --ahot" --ahot 101 --parts 0
 # harness/bench-write checks its arguments before it removes its results.
 b=harness/bench-write
 script_refused "bench-write: unknown --kind" $b "invalid kind" --kind write2
