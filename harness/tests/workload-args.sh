@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..67"
+echo "1..69"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -151,6 +151,9 @@ script_refused "anon-steady: -d without -H" $a "give -H below 100" -d 300 "$sel"
 script_refused "anon-steady: -H without -d" $a "-H needs -d" -H 40 "$sel" "$tmp/x"
 script_refused "anon-steady: -H not a number" $a "not a number" -H 4O -d 300 "$sel" "$tmp/x"
 script_refused "anon-steady: -m not a number" $a "not a number" -m 5e4 "$tmp/nobin" "$tmp/x"
+tw=harness/guest/tier-watch
+script_refused "tier-watch: -i 0" $tw "invalid -i" -i 0 -- true
+script_refused "tier-watch: no CMD" $tw "no CMD" -i 5 --
 # harness/demo checks its arguments before it removes build/demo.
 script_refused "demo: --parts with a part that does not exist" harness/demo "invalid --parts" --parts 1,6
 script_refused "demo: --parts empty" harness/demo "invalid --parts" --parts ""
