@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..69"
+echo "1..79"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -68,6 +68,10 @@ refused "ro-stream: node out of range" ro-stream -d "$d" -b 4096
 refused "ro-stream: both nodes the same" ro-stream -d "$d" -a 1 -b 1
 refused "ro-stream: stray argument" ro-stream -d "$d" extra
 refused "ro-stream: unknown option" ro-stream -d "$d" -q
+refused "ro-stream: -H without -D (a still window)" ro-stream -d "$d" -k -H 40
+refused "ro-stream: -D without -H" ro-stream -d "$d" -k -D 120
+refused "ro-stream: -H 100 (no window)" ro-stream -d "$d" -k -H 100 -D 120
+refused "ro-stream: a window with -w" ro-stream -d "$d" -w -H 40 -D 120
 helps "ro-stream -h prints usage, status 0" ro-stream -h
 refused "soak: seed not a number" soak -d "$d" -D "$d" -S abc
 refused "soak: 0 seconds" soak -d "$d" -D "$d" -t 0
@@ -151,6 +155,13 @@ script_refused "anon-steady: -d without -H" $a "give -H below 100" -d 300 "$sel"
 script_refused "anon-steady: -H without -d" $a "-H needs -d" -H 40 "$sel" "$tmp/x"
 script_refused "anon-steady: -H not a number" $a "not a number" -H 4O -d 300 "$sel" "$tmp/x"
 script_refused "anon-steady: -m not a number" $a "not a number" -m 5e4 "$tmp/nobin" "$tmp/x"
+# steady-window checks its arguments before it starts CMD; CMD is false,
+# so that a missing check ends with status 1, not 2.
+sw=harness/guest/steady-window
+script_refused "steady-window: -m not a number" $sw "not a number" -m 5e4 "$sel" "$tmp/x" -- false
+script_refused "steady-window: -t 0" $sw "-t 0" -t 0 "$sel" "$tmp/x" -- false
+script_refused "steady-window: -p empty" $sw "empty -p" -p "" "$sel" "$tmp/x" -- false
+script_refused "steady-window: no -- before CMD" $sw "need BIN OUT -- CMD" "$sel" "$tmp/x" false
 tw=harness/guest/tier-watch
 script_refused "tier-watch: -i 0" $tw "invalid -i" -i 0 -- true
 script_refused "tier-watch: no CMD" $tw "no CMD" -i 5 --
@@ -159,6 +170,8 @@ script_refused "demo: --parts with a part that does not exist" harness/demo "inv
 script_refused "demo: --parts empty" harness/demo "invalid --parts" --parts ""
 script_refused "demo: --awarm not a number" harness/demo "not a number" --awarm 20m
 script_refused "demo: --ahot above 100" harness/demo "invalid --ahot" --ahot 101 --parts 0
+script_refused "demo: --kpages not a number" harness/demo "not a number" --kpages 1e5 --parts 0
+script_refused "demo: --khot 0" harness/demo "invalid --khot" --khot 0 --parts 0
 # harness/bench-write checks its arguments before it removes its results.
 b=harness/bench-write
 script_refused "bench-write: unknown --kind" $b "invalid kind" --kind write2

@@ -71,6 +71,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "stop.h"
 
 #define PAGE		4096UL
 #define PAGE_WORDS	(PAGE / sizeof(u64))
@@ -118,7 +119,6 @@ static double reads_start;		/* when the reads began */
 static struct worker *workers;
 static pthread_barrier_t written, go;
 static atomic_bool stop;
-static atomic_bool interrupted;
 
 static inline u64 pattern(size_t idx)
 {
@@ -186,11 +186,6 @@ static void sleep_until(double t)
 	ts.tv_sec = (time_t)d;
 	ts.tv_nsec = (long)((d - ts.tv_sec) * 1e9);
 	nanosleep(&ts, NULL);	/* early on a signal: the caller looks */
-}
-
-static void on_signal(int sig)
-{
-	atomic_store(&interrupted, true);
 }
 
 /* splitmix64: a thread's PRNG state from the seed, never 0. */
@@ -556,8 +551,7 @@ int main(int argc, char **argv)
 {
 	unsigned long reads, writes, last_reads = 0, last_writes = 0, wrong = 0;
 	double t0, start, end, next, last, t, elapsed;
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigset_t block, old;
+	sigset_t old;
 	unsigned int i, j;
 	int rc;
 
@@ -591,12 +585,7 @@ int main(int argc, char **argv)
 	}
 
 	/* SIGINT and SIGTERM end the run early, in the main thread only. */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	stop_signals_block(&old);
 
 	t0 = now();
 	for (i = 0; i < opt.threads; i++) {
@@ -609,7 +598,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	stop_signals_unblock(&old);
 	pthread_barrier_wait(&written);
 	t = now() - t0;
 	fprintf(stdout,
