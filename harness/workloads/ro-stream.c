@@ -299,7 +299,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if ((opt.hot_pct < 100) != (opt.drift > 0) || (opt.drift && opt.write)) {
-		fprintf(stderr, "ro-stream: invalid: -H and -D go together (a still window never cools), not with -w\n");
+		fprintf(stderr, "ro-stream: invalid: %s\n",
+			"-H and -D go together (a still window never cools), not with -w");
 		usage(stderr);
 		return 2;
 	}
