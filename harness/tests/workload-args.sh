@@ -49,7 +49,7 @@ helps() {
 	fi
 }
 
-for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
+for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro waitfor; do
 	if [ ! -x "$sel/$w" ]; then
 		echo "Bail out! $sel/$w not built (make selftests)"
 		exit 1
@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro; do
 done
 
 echo "TAP version 13"
-echo "1..79"
+echo "1..96"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -101,6 +101,65 @@ refused "anon-ro: -H above 100" anon-ro -s 1 -t 1 -H 101
 refused "anon-ro: -d 0" anon-ro -s 1 -t 1 -H 50 -d 0
 refused "anon-ro: -d without a window (-H 100)" anon-ro -s 1 -t 1 -d 10
 helps "anon-ro --help prints usage, status 0" anon-ro --help
+refused "waitfor: no -t" waitfor -m 10
+refused "waitfor: -t 0" waitfor -t 0
+refused "waitfor: -m 0 (met at once)" waitfor -m 0 -t 1
+refused "waitfor: -f without -e" waitfor -f "$d/log" -t 1
+refused "waitfor: -e not a regular expression" waitfor -f "$d/log" -e '(' -t 1
+refused "waitfor: stray argument" waitfor -t 1 extra
+WAITFOR_PID=12x refused "waitfor: WAITFOR_PID not a number" waitfor -t 1
+helps "waitfor --help prints usage, status 0" waitfor --help
+
+# waitfor_says DESC STATUS LINE ARGS...: waitfor exits STATUS and prints a
+# line that begins with LINE (an empty LINE: nothing on stdout, and a read
+# error on stderr).
+waitfor_says() {
+	desc=$1 want=$2 line=$3
+	shift 3
+	"$sel/waitfor" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ -n "$line" ]; then
+		grep -q "^$line" "$tmp/out"
+	else
+		[ ! -s "$tmp/out" ] && grep -q "cannot read" "$tmp/err"
+	fi
+	said=$?
+	if [ "$rc" -eq "$want" ] && [ "$said" -eq 0 ]; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+		sed 's/^/# /' "$tmp/out" "$tmp/err" | head -5
+	fi
+}
+# A line that comes half a second late, after lines that do not match
+# and a partial one that matches only once it is whole.
+printf 'anon-ro cycle: 1\nanon-ro cycled' > "$tmp/log"
+(sleep 0.5; echo ': 2' >> "$tmp/log") &
+waitfor_says "waitfor: a line that matches, status 0" 0 "waitfor: line after" \
+	-f "$tmp/log" -e '^anon-ro cycled:' -t 5
+wait
+printf 'anon-ro cycle: 1\n' > "$tmp/log"
+waitfor_says "waitfor: no line within -t, status 1" 1 "waitfor: timeout after 1 s" \
+	-f "$tmp/log" -e '^anon-ro cycled:' -t 1
+printf 'nr_free_pages 9\npgmigrate_success 100\n' > "$tmp/vmstat"
+(sleep 0.5; printf 'nr_free_pages 9\npgmigrate_success 1100\n' > "$tmp/vmstat.new" &&
+	mv "$tmp/vmstat.new" "$tmp/vmstat") &
+WAITFOR_VMSTAT=$tmp/vmstat waitfor_says "waitfor: -m counts from its start, status 0" 0 \
+	"waitfor: pages after [01] s, 1000 pages migrated" -m 1000 -t 5
+wait
+WAITFOR_VMSTAT=$tmp/vmstat waitfor_says "waitfor: -m not reached, status 1" 1 \
+	"waitfor: timeout after 1 s, 0 pages migrated" -m 1 -t 1
+sleep 0.3 &
+WAITFOR_PID=$! waitfor_says "waitfor: WAITFOR_PID ended, status 1" 1 "waitfor: exited" -t 5
+# A zombie has ended too: its parent (here exec'd into sleep) never reaps
+# it, and kill -0 would call it alive until the timeout.
+sh -c 'sleep 0.2 & echo $! > "$1"; exec sleep 3' sh "$tmp/pid" &
+sleep 0.1
+WAITFOR_PID=$(cat "$tmp/pid") waitfor_says "waitfor: a zombie counts as ended" 1 \
+	"waitfor: exited after [01] s" -t 2
+wait
+printf 'pgmigrate_success\n' > "$tmp/vmstat"
+WAITFOR_VMSTAT=$tmp/vmstat waitfor_says "waitfor: a malformed vmstat, status 3" 3 "" -m 1 -t 1
 
 # harness/bench-copy checks its arguments before it boots anything.
 bench_refused() {
@@ -155,12 +214,14 @@ script_refused "anon-steady: -d without -H" $a "give -H below 100" -d 300 "$sel"
 script_refused "anon-steady: -H without -d" $a "-H needs -d" -H 40 "$sel" "$tmp/x"
 script_refused "anon-steady: -H not a number" $a "not a number" -H 4O -d 300 "$sel" "$tmp/x"
 script_refused "anon-steady: -m not a number" $a "not a number" -m 5e4 "$tmp/nobin" "$tmp/x"
+script_refused "anon-steady: -t 0" $a "window would be empty" -t 0 "$tmp/nobin" "$tmp/x"
 # steady-window checks its arguments before it starts CMD; CMD is false,
 # so that a missing check ends with status 1, not 2.
 sw=harness/guest/steady-window
 script_refused "steady-window: -m not a number" $sw "not a number" -m 5e4 "$sel" "$tmp/x" -- false
 script_refused "steady-window: -t 0" $sw "-t 0" -t 0 "$sel" "$tmp/x" -- false
 script_refused "steady-window: -p empty" $sw "empty -p" -p "" "$sel" "$tmp/x" -- false
+script_refused "steady-window: -w 0" $sw "-w 0" -w 0 "$sel" "$tmp/x" -- false
 script_refused "steady-window: no -- before CMD" $sw "need BIN OUT -- CMD" "$sel" "$tmp/x" false
 tw=harness/guest/tier-watch
 script_refused "tier-watch: -i 0" $tw "invalid -i" -i 0 -- true
