@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro waitfor; do
 done
 
 echo "TAP version 13"
-echo "1..96"
+echo "1..102"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -139,7 +139,7 @@ waitfor_says "waitfor: a line that matches, status 0" 0 "waitfor: line after" \
 	-f "$tmp/log" -e '^anon-ro cycled:' -t 5
 wait
 printf 'anon-ro cycle: 1\n' > "$tmp/log"
-waitfor_says "waitfor: no line within -t, status 1" 1 "waitfor: timeout after 1 s" \
+waitfor_says "waitfor: no line within -t, status 1" 1 "waitfor: timeout after [12] s" \
 	-f "$tmp/log" -e '^anon-ro cycled:' -t 1
 printf 'nr_free_pages 9\npgmigrate_success 100\n' > "$tmp/vmstat"
 (sleep 0.5; printf 'nr_free_pages 9\npgmigrate_success 1100\n' > "$tmp/vmstat.new" &&
@@ -148,16 +148,24 @@ WAITFOR_VMSTAT=$tmp/vmstat waitfor_says "waitfor: -m counts from its start, stat
 	"waitfor: pages after [01] s, 1000 pages migrated" -m 1000 -t 5
 wait
 WAITFOR_VMSTAT=$tmp/vmstat waitfor_says "waitfor: -m not reached, status 1" 1 \
-	"waitfor: timeout after 1 s, 0 pages migrated" -m 1 -t 1
+	"waitfor: timeout after [12] s, 0 pages migrated" -m 1 -t 1
 sleep 0.3 &
 WAITFOR_PID=$! waitfor_says "waitfor: WAITFOR_PID ended, status 1" 1 "waitfor: exited" -t 5
 # A zombie has ended too: its parent (here exec'd into sleep) never reaps
 # it, and kill -0 would call it alive until the timeout.
-sh -c 'sleep 0.2 & echo $! > "$1"; exec sleep 3' sh "$tmp/pid" &
-sleep 0.1
+rm -f "$tmp/pid"
+sh -c 'sleep 0.2 & echo $! > "$1.new" && mv "$1.new" "$1"; exec sleep 3' sh "$tmp/pid" &
+until [ -s "$tmp/pid" ]; do sleep 0.05; done
 WAITFOR_PID=$(cat "$tmp/pid") waitfor_says "waitfor: a zombie counts as ended" 1 \
 	"waitfor: exited after [01] s" -t 2
 wait
+sleep 0.3 &
+waitfor_says "waitfor: -k PID ended, status 1" 1 "waitfor: exited after [01] s" -k $! -t 5
+refused "waitfor: -k not a number" waitfor -k 1x -t 1
+refused "waitfor: -t 0x10 (decimal only)" waitfor -t 0x10
+waitfor_says "waitfor: an unreadable FILE, status 3" 3 "" -f "$tmp/vmstat/no" -e x -t 1
+waitfor_says "waitfor: the real /proc/vmstat parses" 1 "waitfor: timeout after [12] s" \
+	-m 1099511627776 -t 1
 printf 'pgmigrate_success\n' > "$tmp/vmstat"
 WAITFOR_VMSTAT=$tmp/vmstat waitfor_says "waitfor: a malformed vmstat, status 3" 3 "" -m 1 -t 1
 
@@ -215,6 +223,7 @@ script_refused "anon-steady: -H without -d" $a "-H needs -d" -H 40 "$sel" "$tmp/
 script_refused "anon-steady: -H not a number" $a "not a number" -H 4O -d 300 "$sel" "$tmp/x"
 script_refused "anon-steady: -m not a number" $a "not a number" -m 5e4 "$tmp/nobin" "$tmp/x"
 script_refused "anon-steady: -t 0" $a "window would be empty" -t 0 "$tmp/nobin" "$tmp/x"
+script_refused "anon-steady: -w 0" $a "window would be empty" -w 0 "$tmp/nobin" "$tmp/x"
 # steady-window checks its arguments before it starts CMD; CMD is false,
 # so that a missing check ends with status 1, not 2.
 sw=harness/guest/steady-window

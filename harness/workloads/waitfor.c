@@ -37,17 +37,37 @@ static void show_usage(FILE *f)
 	      "                    since waitfor started\n"
 	      "  -k PID            process PID has ended\n"
 	      "  -t SECONDS        have passed (required, 1-86400)\n"
+	      "Only whole lines (ended by a newline) are matched.  Numbers are decimal.\n"
 	      "Checks every 200 ms.  Then prints one line on stdout:\n"
 	      "  waitfor: CAUSE after T s, N pages migrated\n"
 	      "where CAUSE is line, pages, exited or timeout, and N is the growth of\n"
 	      "pgmigrate_success (0 if the kernel has no migration).\n"
 	      "\n"
-	      "Exit status: 0 line or pages; 1 exited or timeout; 2 bad arguments;\n"
-	      "3 FILE or /proc/vmstat could not be read.\n"
+	      "Exit status: 0 line or pages; 1 exited or timeout; 2 bad arguments\n"
+	      "(an invalid WAITFOR_PID too); 3 FILE or /proc/vmstat could not be read,\n"
+	      "or /proc/vmstat is not lines of \"name number\".\n"
 	      "Environment: WAITFOR_PID, when set, is -k's PID (a command line that is\n"
 	      "the same in every run, for migrc compare); WAITFOR_VMSTAT replaces\n"
 	      "/proc/vmstat (for tests).\n",
 	      f);
+}
+
+/*
+ * A decimal number in [@min, @max]: the scripts that call waitfor check
+ * their numbers as decimal digits, so "010" must be ten here too, not
+ * parse_ul()'s octal eight.
+ */
+static bool parse_dec(const char *s, unsigned long min, unsigned long max,
+		      unsigned long *out)
+{
+	const char *c;
+
+	for (c = s; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	while (s[0] == '0' && s[1])
+		s++;
+	return *s && parse_ul(s, min, max, out);
 }
 
 static void die_usage(const char *msg, const char *arg)
@@ -109,18 +129,19 @@ static int line_found(const char *path, const regex_t *re, long *off)
 /* Gone, or a zombie its parent has not reaped yet (kill -0 says alive). */
 static bool ended(unsigned long pid)
 {
-	char path[32], state = 0;
+	char path[32], buf[512], *p;
+	bool gone;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%lu/stat", pid);
 	f = fopen(path, "r");
 	if (!f)
 		return true;
-	/* The state follows the command name, which may hold spaces. */
-	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-		state = 0;
+	/* The state follows the command name, which may hold ')' itself. */
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	gone = p && (p[1] == ' ') && (p[2] == 'Z' || p[2] == 'X');
 	fclose(f);
-	return state == 'Z' || state == 'X';
+	return gone;
 }
 
 static double now(void)
@@ -144,7 +165,7 @@ int main(int argc, char **argv)
 	regex_t re;
 	int o, rc;
 
-	if (envpid && !parse_ul(envpid, 1, 1UL << 22, &pid))
+	if (envpid && !parse_dec(envpid, 1, 1UL << 22, &pid))
 		die_usage("WAITFOR_PID", envpid);
 	if (argc == 2 && !strcmp(argv[1], "--help")) {
 		show_usage(stdout);
@@ -159,15 +180,15 @@ int main(int argc, char **argv)
 			expr = optarg;
 			break;
 		case 'm':
-			if (!parse_ul(optarg, 1, 1UL << 40, &pages))
+			if (!parse_dec(optarg, 1, 1UL << 40, &pages))
 				die_usage("-m", optarg);
 			break;
 		case 'k':
-			if (!parse_ul(optarg, 1, 1UL << 22, &pid))
+			if (!parse_dec(optarg, 1, 1UL << 22, &pid))
 				die_usage("-k", optarg);
 			break;
 		case 't':
-			if (!parse_ul(optarg, 1, 86400, &secs))
+			if (!parse_dec(optarg, 1, 86400, &secs))
 				die_usage("-t", optarg);
 			break;
 		case 'h':
@@ -213,7 +234,9 @@ int main(int argc, char **argv)
 		else if (pages && m >= (long long)pages)
 			cause = "pages";
 		else if (pid && ended(pid))
-			cause = "exited";
+			/* It may have written the line just before it ended. */
+			cause = expr && line_found(file, &re, &off) > 0 ?
+				"line" : "exited";
 		else if (now() - t0 >= secs)
 			cause = "timeout";
 		if (cause)
