@@ -96,6 +96,7 @@ refused "anon-ro: -p seals the buffer that -w writes" anon-ro -s 1 -t 1 -p -w 10
 refused "anon-ro: -c 0" anon-ro -s 1 -t 1 -c 0
 refused "anon-ro: -c above 100" anon-ro -s 1 -t 1 -c 101
 refused "anon-ro: -c with garbage" anon-ro -s 1 -t 1 -c 90%
+refused "anon-ro: -L without -c" anon-ro -s 1 -t 1 -L
 refused "anon-ro: -H 0" anon-ro -s 1 -t 1 -H 0
 refused "anon-ro: -H above 100" anon-ro -s 1 -t 1 -H 101
 refused "anon-ro: -d 0" anon-ro -s 1 -t 1 -H 50 -d 0

@@ -90,6 +90,7 @@ static struct {
 	unsigned long seconds, interval;
 	unsigned int permille;		/* accesses that are writes */
 	unsigned int cycle_pct;		/* -c: 0 if not asked */
+	bool lru;			/* -L: where the unmoved pages are */
 	unsigned int hot_pct;		/* -H: share of the buffer read */
 	unsigned long drift;		/* -d: seconds per lap, 0: still */
 	u64 seed;
@@ -129,7 +130,7 @@ static void show_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: anon-ro [-s MB] [-r THREADS] [-t SECONDS] [-i SECONDS] [-p]\n"
-		"               [-w PERMILLE] [-c PERCENT] [-H PERCENT [-d SECONDS]]\n"
+		"               [-w PERMILLE] [-c PERCENT [-L]] [-H PERCENT [-d SECONDS]]\n"
 		"               [-S SEED]\n"
 		"Fill an anonymous buffer with a pattern, one slice per thread, then\n"
 		"read random words of all of it from every thread, one word per page\n"
@@ -148,6 +149,10 @@ static void show_usage(FILE *f)
 		"      the write phase left on the first thread's node have moved to\n"
 		"      another frame (root: it reads frame numbers from pagemap), and\n"
 		"      the share moved on each interval line\n"
+		"  -L  with -c, also say on each interval line where the pages not\n"
+		"      yet moved are: how many sit in the read window, on the active\n"
+		"      LRU list, with the referenced flag (/proc/kpageflags), and the\n"
+		"      node's active and inactive anonymous pages\n"
 		"  -H  read only a window of PERCENT (1..100) of the buffer, a hot set\n"
 		"      (default 100: all of it, uniformly)\n"
 		"  -d  slide the window over the buffer, once round every SECONDS\n"
@@ -382,6 +387,73 @@ static size_t window_first(void)
 	return (size_t)(lap * nr_pages) % nr_pages;
 }
 
+/*
+ * -L: why the pages not yet moved stay.  Reclaim (classic LRU) demotes
+ * from the tail of the inactive list, and only refills it from the
+ * active list while the inactive list is short; a page in the read window
+ * is referenced at every look.  So count, of the tracked pages still in
+ * their first frame, those in the window now, those on the active list,
+ * and those with the referenced flag, from /proc/kpageflags (root), and
+ * the node's active and inactive anonymous pages.  Prints " lru=?" where
+ * a file cannot be read: a diagnosis, never a reason to stop the run.
+ */
+#define KPF_REFERENCED	(1ULL << 2)
+#define KPF_LRU		(1ULL << 5)
+#define KPF_ACTIVE	(1ULL << 6)
+
+static long node_stat(const char *key)
+{
+	char path[64], name[64];
+	long val = -1, v;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/vmstat",
+		 cyc.node);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %ld", name, &v) == 2)
+		if (!strcmp(name, key)) {
+			val = v;
+			break;
+		}
+	fclose(f);
+	return val;
+}
+
+static void lru_report(void)
+{
+	size_t i, left = 0, in_win = 0, active = 0, ref = 0, off_lru = 0;
+	size_t first = window_first();
+	static int fd = -1;
+	u64 flags;
+
+	if (fd < 0)
+		fd = open("/proc/kpageflags", O_RDONLY);
+	if (fd < 0) {
+		printf(" lru=?");
+		return;
+	}
+	for (i = 0; i < nr_pages; i++) {
+		if (!cyc.pfn[i])
+			continue;
+		left++;
+		if ((i + nr_pages - first) % nr_pages < win_pages)
+			in_win++;
+		if (pread(fd, &flags, sizeof(flags), cyc.pfn[i] * sizeof(flags)) !=
+		    sizeof(flags)) {
+			printf(" lru=?");
+			return;
+		}
+		active += !!(flags & KPF_ACTIVE);
+		ref += !!(flags & KPF_REFERENCED);
+		off_lru += !(flags & KPF_LRU);
+	}
+	printf(" unmoved=%zu in_window=%zu active=%zu referenced=%zu off_lru=%zu node_active_anon=%ld node_inactive_anon=%ld",
+	       left, in_win, active, ref, off_lru, node_stat("nr_active_anon"),
+	       node_stat("nr_inactive_anon"));
+}
+
 static void *worker_fn(void *arg)
 {
 	struct worker *w = arg;
@@ -447,6 +519,8 @@ static void cycle_report(double t)
 		return;
 	}
 	printf(" moved=%.1f%%", pct);
+	if (opt.lru)
+		lru_report();
 	if (cyc.reported || pct < opt.cycle_pct)
 		return;
 	cyc.reported = true;
@@ -464,7 +538,7 @@ static int parse_args(int argc, char **argv)
 	unsigned long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:c:H:d:S:h", longopts,
+	while ((c = getopt_long(argc, argv, "s:r:t:i:pw:c:LH:d:S:h", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -498,6 +572,9 @@ static int parse_args(int argc, char **argv)
 				return bad_value(c, optarg);
 			opt.cycle_pct = v;
 			break;
+		case 'L':
+			opt.lru = true;
+			break;
 		case 'H':
 			if (!parse_ul(optarg, 1, 100, &v))
 				return bad_value(c, optarg);
@@ -529,6 +606,11 @@ static int parse_args(int argc, char **argv)
 	}
 	if (opt.seal && opt.permille) {
 		fprintf(stderr, "anon-ro: invalid: -p seals the buffer, -w writes to it\n");
+		show_usage(stderr);
+		return 2;
+	}
+	if (opt.lru && !opt.cycle_pct) {
+		fprintf(stderr, "anon-ro: invalid: -L reports on the pages -c tracks: give -c\n");
 		show_usage(stderr);
 		return 2;
 	}
