@@ -421,27 +421,50 @@ static long node_stat(const char *key)
 	return val;
 }
 
+/*
+ * The flags of frame PFN, read a run of KPF_RUN frames at a time: a
+ * thread's start-up pages mostly sit in runs of neighbouring frames, and a
+ * read per page would cost the readers' CPUs a second per interval under
+ * TCG.  Returns false if /proc/kpageflags cannot be read.
+ */
+#define KPF_RUN		512
+
+static bool kpf_read(u64 pfn, u64 *flags)
+{
+	static u64 run[KPF_RUN], first = ~0ULL;
+	static size_t len;
+	static int fd = -1;
+	ssize_t got;
+
+	if (pfn - first >= len) {
+		if (fd < 0)
+			fd = open("/proc/kpageflags", O_RDONLY);
+		first = pfn - pfn % KPF_RUN;
+		got = fd < 0 ? -1 : pread(fd, run, sizeof(run),
+					  first * sizeof(u64));
+		len = got > 0 ? got / sizeof(u64) : 0;
+		if (pfn - first >= len) {
+			first = ~0ULL;
+			return false;
+		}
+	}
+	*flags = run[pfn - first];
+	return true;
+}
+
 static void lru_report(void)
 {
 	size_t i, left = 0, in_win = 0, active = 0, ref = 0, off_lru = 0;
 	size_t first = window_first();
-	static int fd = -1;
 	u64 flags;
 
-	if (fd < 0)
-		fd = open("/proc/kpageflags", O_RDONLY);
-	if (fd < 0) {
-		printf(" lru=?");
-		return;
-	}
 	for (i = 0; i < nr_pages; i++) {
 		if (!cyc.pfn[i])
 			continue;
 		left++;
 		if ((i + nr_pages - first) % nr_pages < win_pages)
 			in_win++;
-		if (pread(fd, &flags, sizeof(flags), cyc.pfn[i] * sizeof(flags)) !=
-		    sizeof(flags)) {
+		if (!kpf_read(cyc.pfn[i], &flags)) {
 			printf(" lru=?");
 			return;
 		}
@@ -449,9 +472,10 @@ static void lru_report(void)
 		ref += !!(flags & KPF_REFERENCED);
 		off_lru += !(flags & KPF_LRU);
 	}
-	printf(" unmoved=%zu in_window=%zu active=%zu referenced=%zu off_lru=%zu node_active_anon=%ld node_inactive_anon=%ld",
-	       left, in_win, active, ref, off_lru, node_stat("nr_active_anon"),
-	       node_stat("nr_inactive_anon"));
+	printf(" unmoved=%zu in_window=%zu active=%zu referenced=%zu off_lru=%zu",
+	       left, in_win, active, ref, off_lru);
+	printf(" node_active_anon=%ld node_inactive_anon=%ld",
+	       node_stat("nr_active_anon"), node_stat("nr_inactive_anon"));
 }
 
 static void *worker_fn(void *arg)
