@@ -151,8 +151,9 @@ static void show_usage(FILE *f)
 		"      the share moved on each interval line\n"
 		"  -L  with -c, also say on each interval line where the pages not\n"
 		"      yet moved are: how many sit in the read window, on the active\n"
-		"      LRU list, with the referenced flag (/proc/kpageflags), and the\n"
-		"      node's active and inactive anonymous pages\n"
+		"      LRU list, with the referenced flag (/proc/kpageflags), the\n"
+		"      node's active and inactive anonymous pages, and whether kswapd\n"
+		"      has given up on it (node_unreclaimable)\n"
 		"  -H  read only a window of PERCENT (1..100) of the buffer, a hot set\n"
 		"      (default 100: all of it, uniformly)\n"
 		"  -d  slide the window over the buffer, once round every SECONDS\n"
@@ -393,9 +394,10 @@ static size_t window_first(void)
  * active list while the inactive list is short; a page in the read window
  * is referenced at every look.  So count, of the tracked pages still in
  * their first frame, those in the window now, those on the active list,
- * and those with the referenced flag, from /proc/kpageflags (root), and
- * the node's active and inactive anonymous pages.  Prints " lru=?" where
- * a file cannot be read: a diagnosis, never a reason to stop the run.
+ * and those with the referenced flag, from /proc/kpageflags (root), the
+ * node's active and inactive anonymous pages, and node_unreclaimable.
+ * Prints " lru=?" where a file cannot be read: a diagnosis, never a
+ * reason to stop the run.
  */
 #define KPF_REFERENCED	(1ULL << 2)
 #define KPF_LRU		(1ULL << 5)
@@ -452,6 +454,32 @@ static bool kpf_read(u64 pfn, u64 *flags)
 	return true;
 }
 
+/*
+ * node_unreclaimable of the tracked node in /proc/zoneinfo (in the node's
+ * first zone): 1 once kswapd has failed on it MAX_RECLAIM_RETRIES times
+ * in a row, after which it sleeps and promotion into the node stops until
+ * a direct reclaim there makes progress.  -1 if it cannot be read.
+ */
+static int node_given_up(void)
+{
+	int node = -1, val = -1, v;
+	char line[256];
+	FILE *f;
+
+	f = fopen("/proc/zoneinfo", "r");
+	if (!f)
+		return -1;
+	while (val < 0 && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %d,", &v) == 1)
+			node = v;
+		else if (node == (int)cyc.node &&
+			 sscanf(line, " node_unreclaimable: %d", &v) == 1)
+			val = v;
+	}
+	fclose(f);
+	return val;
+}
+
 static void lru_report(void)
 {
 	size_t i, left = 0, in_win = 0, active = 0, ref = 0, off_lru = 0;
@@ -474,8 +502,9 @@ static void lru_report(void)
 	}
 	printf(" unmoved=%zu in_window=%zu active=%zu referenced=%zu off_lru=%zu",
 	       left, in_win, active, ref, off_lru);
-	printf(" node_active_anon=%ld node_inactive_anon=%ld",
-	       node_stat("nr_active_anon"), node_stat("nr_inactive_anon"));
+	printf(" node_active_anon=%ld node_inactive_anon=%ld unreclaimable=%d",
+	       node_stat("nr_active_anon"), node_stat("nr_inactive_anon"),
+	       node_given_up());
 }
 
 static void *worker_fn(void *arg)
