@@ -102,6 +102,33 @@ refused "anon-ro: -H above 100" anon-ro -s 1 -t 1 -H 101
 refused "anon-ro: -d 0" anon-ro -s 1 -t 1 -H 50 -d 0
 refused "anon-ro: -d without a window (-H 100)" anon-ro -s 1 -t 1 -d 10
 helps "anon-ro --help prints usage, status 0" anon-ro --help
+# anon-ro -L reads /proc/kpageflags, the node's vmstat and /proc/zoneinfo:
+# what it cannot read prints as "?", and the run goes on (root: -c reads
+# frame numbers; unshare -m to hide the files behind /dev/null).
+lru_line() {
+	desc=$1
+	want=$2
+	shift 2
+	"$@" "$sel/anon-ro" -s 4 -t 1 -i 1 -c 90 -L > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && grep -qE "$want" "$tmp/out"; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+		sed 's/^/# /' "$tmp/out" "$tmp/err" | head -5
+	fi
+}
+if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2> /dev/null; then
+	ok "anon-ro -L: every field # SKIP needs root and unshare -m"
+	ok "anon-ro -L: unreadable files print ?, status 0 # SKIP needs root and unshare -m"
+else
+	lru_line "anon-ro -L: every field" \
+		' moved=[0-9.]+% unmoved=[0-9]+ in_window=[0-9]+ active=[0-9]+ referenced=[0-9]+ off_lru=[0-9]+ node_active_anon=[0-9]+ node_inactive_anon=[0-9]+ unreclaimable=[01]$'
+	lru_line "anon-ro -L: unreadable files print ?, status 0" \
+		' unmoved=[0-9]+ in_window=[0-9]+ active=\? referenced=\? off_lru=\? node_active_anon=[0-9]+ node_inactive_anon=[0-9]+ unreclaimable=\?$' \
+		unshare -m sh -c 'mount --bind /dev/null /proc/kpageflags &&
+			mount --bind /dev/null /proc/zoneinfo && exec "$@"' sh
+fi
 refused "waitfor: no -t" waitfor -m 10
 refused "waitfor: -t 0" waitfor -t 0
 refused "waitfor: -m 0 (met at once)" waitfor -m 0 -t 1

@@ -396,8 +396,9 @@ static size_t window_first(void)
  * their first frame, those in the window now, those on the active list,
  * and those with the referenced flag, from /proc/kpageflags (root), the
  * node's active and inactive anonymous pages, and node_unreclaimable.
- * Prints " lru=?" where a file cannot be read: a diagnosis, never a
- * reason to stop the run.
+ * A value that cannot be read prints as "?": a diagnosis, never a reason
+ * to stop the run.  The referenced flag is PG_referenced, which reclaim
+ * and mark_page_accessed() set; it is not a record of recent reads.
  */
 #define KPF_REFERENCED	(1ULL << 2)
 #define KPF_LRU		(1ULL << 5)
@@ -427,30 +428,32 @@ static long node_stat(const char *key)
  * The flags of frame PFN, read a run of KPF_RUN frames at a time: a
  * thread's start-up pages mostly sit in runs of neighbouring frames, and a
  * read per page would cost the readers' CPUs a second per interval under
- * TCG.  Returns false if /proc/kpageflags cannot be read.
+ * TCG.  The run is kept for one report only (len = 0 empties it), so
+ * that no flag is an interval old.  Returns false if it cannot be read.
  */
 #define KPF_RUN		512
 
-static bool kpf_read(u64 pfn, u64 *flags)
+struct kpf_run {
+	u64 flags[KPF_RUN];
+	u64 first;
+	size_t len;
+};
+
+static bool kpf_read(int fd, struct kpf_run *r, u64 pfn, u64 *flags)
 {
-	static u64 run[KPF_RUN], first = ~0ULL;
-	static size_t len;
-	static int fd = -1;
 	ssize_t got;
 
-	if (pfn - first >= len) {
-		if (fd < 0)
-			fd = open("/proc/kpageflags", O_RDONLY);
-		first = pfn - pfn % KPF_RUN;
-		got = fd < 0 ? -1 : pread(fd, run, sizeof(run),
-					  first * sizeof(u64));
-		len = got > 0 ? got / sizeof(u64) : 0;
-		if (pfn - first >= len) {
-			first = ~0ULL;
+	if (!r->len || pfn < r->first || pfn - r->first >= r->len) {
+		r->first = pfn - pfn % KPF_RUN;
+		got = pread(fd, r->flags, sizeof(r->flags),
+			    r->first * sizeof(u64));
+		r->len = got > 0 ? got / sizeof(u64) : 0;
+		if (pfn - r->first >= r->len) {
+			r->len = 0;
 			return false;
 		}
 	}
-	*flags = run[pfn - first];
+	*flags = r->flags[pfn - r->first];
 	return true;
 }
 
@@ -480,31 +483,51 @@ static int node_given_up(void)
 	return val;
 }
 
+/* " KEY=N", or " KEY=?" for a value that could not be read (-1). */
+static void print_stat(const char *key, long val)
+{
+	if (val < 0)
+		printf(" %s=?", key);
+	else
+		printf(" %s=%ld", key, val);
+}
+
 static void lru_report(void)
 {
 	size_t i, left = 0, in_win = 0, active = 0, ref = 0, off_lru = 0;
 	size_t first = window_first();
+	static struct kpf_run run;
+	static int fd = -2;
+	bool flags_ok;
 	u64 flags;
 
+	if (fd == -2)
+		fd = open("/proc/kpageflags", O_RDONLY);
+	flags_ok = fd >= 0;
+	run.len = 0;
 	for (i = 0; i < nr_pages; i++) {
 		if (!cyc.pfn[i])
 			continue;
 		left++;
 		if ((i + nr_pages - first) % nr_pages < win_pages)
 			in_win++;
-		if (!kpf_read(cyc.pfn[i], &flags)) {
-			printf(" lru=?");
-			return;
+		if (!flags_ok)
+			continue;
+		if (!kpf_read(fd, &run, cyc.pfn[i], &flags)) {
+			flags_ok = false;
+			continue;
 		}
 		active += !!(flags & KPF_ACTIVE);
 		ref += !!(flags & KPF_REFERENCED);
 		off_lru += !(flags & KPF_LRU);
 	}
-	printf(" unmoved=%zu in_window=%zu active=%zu referenced=%zu off_lru=%zu",
-	       left, in_win, active, ref, off_lru);
-	printf(" node_active_anon=%ld node_inactive_anon=%ld unreclaimable=%d",
-	       node_stat("nr_active_anon"), node_stat("nr_inactive_anon"),
-	       node_given_up());
+	printf(" unmoved=%zu in_window=%zu", left, in_win);
+	print_stat("active", flags_ok ? (long)active : -1);
+	print_stat("referenced", flags_ok ? (long)ref : -1);
+	print_stat("off_lru", flags_ok ? (long)off_lru : -1);
+	print_stat("node_active_anon", node_stat("nr_active_anon"));
+	print_stat("node_inactive_anon", node_stat("nr_inactive_anon"));
+	print_stat("unreclaimable", node_given_up());
 }
 
 static void *worker_fn(void *arg)
