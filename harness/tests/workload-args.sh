@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro waitfor; do
 done
 
 echo "TAP version 13"
-echo "1..102"
+echo "1..106"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -73,6 +73,7 @@ refused "ro-stream: -D without -H" ro-stream -d "$d" -k -D 120
 refused "ro-stream: -H 100 (no window)" ro-stream -d "$d" -k -H 100 -D 120
 refused "ro-stream: a window with -w" ro-stream -d "$d" -w -H 40 -D 120
 helps "ro-stream -h prints usage, status 0" ro-stream -h
+helps "ro-stream --help prints usage, status 0" ro-stream --help
 refused "soak: seed not a number" soak -d "$d" -D "$d" -S abc
 refused "soak: 0 seconds" soak -d "$d" -D "$d" -t 0
 refused "soak: too many readers" soak -d "$d" -D "$d" -r 99999

@@ -92,7 +92,8 @@ static void usage(FILE *f)
 		"  -k  no tiering thread: only read (or write), for -t seconds, and\n"
 		"      leave the moves to the kernel (NUMA balancing, DAMON, kswapd)\n"
 		"  -H  read only a window of PERCENT of the file (1-99), which\n"
-		"  -D  goes once round the file every SECONDS (not with -w)\n");
+		"  -D  goes once round the file every SECONDS (not with -w)\n"
+		"  -h, --help  this text\n");
 }
 
 /* A bad option value: say which, and exit with the usage status. */
@@ -215,6 +216,10 @@ static int make_file(void)
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
 	unsigned long moves = 0, moved = 0, failed = 0, pages, v;
 	unsigned int i, nr_cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	sigset_t old;
@@ -224,7 +229,8 @@ int main(int argc, char **argv)
 	int *nodes, *status, fd, c;
 	size_t next = 0;
 
-	while ((c = getopt(argc, argv, "s:t:n:r:i:c:a:b:d:wkH:D:h")) != -1) {
+	while ((c = getopt_long(argc, argv, "s:t:n:r:i:c:a:b:d:wkH:D:h",
+				longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			if (!parse_ul(optarg, 1, 1UL << 20, &v))
