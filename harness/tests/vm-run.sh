@@ -5,7 +5,8 @@
 # kernel ($MIGRC_KERNEL: the debug kernel under make check, else the
 # patched one; about 5 s under TCG) and checks one promise of vm-run:
 # topology, tiers, exit status, that kernel reports and timeouts fail the
-# run, and that the guest has the writable places programs expect.
+# run, that the guest has the writable places programs expect, and that
+# --prealloc makes QEMU touch all guest RAM before the boot.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/harness/vm-run
@@ -18,7 +19,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
 
 echo "TAP version 13"
-echo "1..11"
+echo "1..13"
 
 # 1-3: tiered: node 0 has the CPUs, node 1 none; two distinct tiers;
 # the kernel picked node 1 as node 0's demotion target.
@@ -102,5 +103,31 @@ check "guest /dev/pts, /dev/fd and writable /dev/shm /tmp /var/tmp /run; no init
 			grep -qx \"\$w\" '$tmp/shm' || exit 1
 		done
 		! grep -q 'vmrun-init:' '$tmp/shm'"
+
+# 12-13: --prealloc has QEMU touch all guest RAM before the boot: the
+# QEMU process is resident over both nodes while the guest idles, and
+# without it only over what the boot touched.  The QEMU process is found
+# by a marker on its kernel command line.
+qemu_rss_max() {
+	marker=$1; shift
+	"$vm" --mem 512M,512M --append "vmrun.test=$marker" "$@" -- sleep 6 \
+		> "$tmp/$marker" 2>&1 &
+	vpid=$! max=0
+	while kill -0 "$vpid" 2>/dev/null; do
+		for p in $(pgrep -f "vmrun.test=$marker" 2>/dev/null); do
+			r=$(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$p/status" 2>/dev/null)
+			[ "${r:-0}" -gt "$max" ] && max=$r
+		done
+		sleep 0.5
+	done
+	wait "$vpid"
+	echo "$max"
+}
+with=$(qemu_rss_max "prealloc$$" --prealloc)
+without=$(qemu_rss_max "lazy$$")
+echo "# QEMU resident: $with MB with --prealloc, $without MB without (1024 MB of guest RAM)"
+check "--prealloc: QEMU resident over all guest RAM ($with MB of 1024)" [ "$with" -ge 1024 ]
+check "without --prealloc: guest RAM is touched lazily ($without MB of 1024)" \
+	sh -c "[ '$without' -gt 0 ] && [ '$without' -lt 1024 ]"
 
 [ "$fails" -eq 0 ]
