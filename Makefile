@@ -98,7 +98,8 @@ soak: kernel selftests
 	$(H)/tests/soak.sh --seconds $(SOAK_SECONDS)
 
 # make workload CMD='./llama-cli -m model.gguf -p hi -n 20' [ARGS='--damon']
-# (ARGS: --tiering or --damon, --tcg-scale N, --cpus, --mem; harness/workload --help)
+# (ARGS: --tiering or --damon, --tcg-scale N, --cpus, --mem, --no-prealloc;
+# harness/workload --help)
 workload: kernel vanilla selftests
 	@test -n "$(CMD)" || { echo "usage: make workload CMD='...'"; exit 2; }
 	$(H)/workload $(ARGS) -- sh -c '$(CMD)'

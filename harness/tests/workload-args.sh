@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro waitfor; do
 done
 
 echo "TAP version 13"
-echo "1..106"
+echo "1..112"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -239,6 +239,29 @@ script_refused "workload: --tcg-scale with garbage" $w "invalid --tcg-scale" --m
 script_refused "workload: --tcg-scale above 1000" $w "invalid --tcg-scale" --mem no --damon --tcg-scale 1001 true
 script_refused "workload: --tcg-scale without --tiering or --damon" $w "give one" --mem no --tcg-scale 20 true
 script_refused "workload: --tcg-scale without a value" $w "needs a value" --mem no --damon --tcg-scale
+script_refused "workload: an unknown option" $w "unknown option '--frob'" --mem no --frob true
+script_refused "workload: --cpus without a value" $w "--cpus needs a value" --cpus
+script_refused "workload: --mem not SIZE,SIZE" $w "invalid --mem" --mem 1G true
+# More than the host has, preallocated: refused before anything boots
+# (--dry-run, so that a missing check prints instead of booting).
+script_refused "workload: --mem beyond the host's memory, preallocated" $w \
+	"preallocated needs" --dry-run --mem 1G,100000G true
+# --dry-run prints the three boots: preallocated unless --no-prealloc.
+dry() {
+	desc=$1 want=$2
+	shift 2
+	"$top/$w" --dry-run "$@" true > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && [ "$(grep -c '^harness/vm-run ' "$tmp/out")" -eq 3 ] &&
+	   [ "$(grep -c "'--prealloc'" "$tmp/out")" -eq "$want" ]; then
+		ok "$desc"
+	else
+		nok "$desc (status $rc)"
+		sed 's/^/# /' "$tmp/out" "$tmp/err" | head -5
+	fi
+}
+dry "workload: every boot preallocated by default" 3
+dry "workload: --no-prealloc boots lazily" 0 --no-prealloc
 t=harness/guest/tiering
 script_refused "tiering: --tcg-scale 0" $t "invalid --tcg-scale" --tcg-scale 0 damon -- true
 script_refused "tiering: unknown mode" $t "invalid mode" lru -- true
@@ -286,10 +309,10 @@ else
 	nok "tiering: refuses to run outside the test VM (status $rc)"
 fi
 if "$top/$w" --help > "$tmp/out" 2>&1 && grep -q '^  --damon ' "$tmp/out" &&
-   grep -q '^  --tcg-scale N ' "$tmp/out"; then
-	ok "workload --help names --damon and --tcg-scale, status 0"
+   grep -q '^  --tcg-scale N ' "$tmp/out" && grep -q '^  --no-prealloc ' "$tmp/out"; then
+	ok "workload --help names --damon, --tcg-scale and --no-prealloc, status 0"
 else
-	nok "workload --help names --damon and --tcg-scale, status 0"
+	nok "workload --help names --damon, --tcg-scale and --no-prealloc, status 0"
 fi
 # The guest's ext4 scratch filesystem: a block size mkfs.ext4 would not
 # take is refused before anything is made.
