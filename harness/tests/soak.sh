@@ -44,8 +44,8 @@ fi
 
 n=0 fails=0
 tmp=$(mktemp -d)
-# The reclaim file lives in the repository: 9p with a page cache in the
-# guest, so its clean pages can be reclaimed without swap.
+# The guest script lives in the repository (build/, shared over 9p); the
+# reclaim file does not: see scratch-ext4 below.
 work=$(mktemp -d "$top/build/soak.XXXXXX")
 trap 'rm -rf "$tmp" "$work"' EXIT
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
