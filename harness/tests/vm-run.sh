@@ -5,8 +5,9 @@
 # kernel ($MIGRC_KERNEL: the debug kernel under make check, else the
 # patched one; about 5 s under TCG) and checks one promise of vm-run:
 # topology, tiers, exit status, that kernel reports and timeouts fail the
-# run, that the guest has the writable places programs expect, and that
-# --prealloc makes QEMU touch all guest RAM before the boot.
+# run, that the guest has the writable places programs expect, that
+# --prealloc makes QEMU touch all guest RAM before the boot (and is
+# refused beyond the host's free memory), and that --check boots nothing.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 vm=$top/harness/vm-run
@@ -19,7 +20,7 @@ nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else nok "$desc"; fi; }
 
 echo "TAP version 13"
-echo "1..13"
+echo "1..15"
 
 # 1-3: tiered: node 0 has the CPUs, node 1 none; two distinct tiers;
 # the kernel picked node 1 as node 0's demotion target.
@@ -132,5 +133,22 @@ check "--prealloc: the boot succeeds, QEMU resident over all guest RAM ($with MB
 	sh -c "[ '$with_rc' -eq 0 ] && [ '$with' -ge 1024 ]"
 check "without --prealloc: guest RAM is touched lazily ($without MB of 1024, status $without_rc)" \
 	sh -c "[ '$without_rc' -eq 0 ] && [ '$without' -gt 0 ] && [ '$without' -lt 1024 ]"
+
+# 14: preallocating more than the host has is a usage error, before QEMU
+# starts (without the check QEMU fails, or the host's OOM killer acts).
+"$vm" --prealloc --mem 1G,100000G -- true > "$tmp/toomuch" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/toomuch" | head -3
+check "--prealloc beyond the host's MemAvailable is refused (status $rc)" \
+	sh -c "[ $rc -eq 2 ] && grep -q 'host has [0-9]* MB available' '$tmp/toomuch'"
+
+# 15: --check boots nothing: the command (false) never runs, no run
+# directory is made, and good arguments give status 0.
+before=$(ls -d "$top"/build/vm/run.* 2>/dev/null | wc -l)
+"$vm" --check --prealloc --mem 64M,64M -- false > "$tmp/check" 2>&1
+rc=$?
+after=$(ls -d "$top"/build/vm/run.* 2>/dev/null | wc -l)
+check "--check validates and boots nothing (status $rc, run directories $before -> $after)" \
+	sh -c "[ $rc -eq 0 ] && [ $before -eq $after ] && [ ! -s '$tmp/check' ]"
 
 [ "$fails" -eq 0 ]
