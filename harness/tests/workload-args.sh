@@ -241,7 +241,8 @@ script_refused "workload: --tcg-scale without --tiering or --damon" $w "give one
 script_refused "workload: --tcg-scale without a value" $w "needs a value" --mem no --damon --tcg-scale
 script_refused "workload: an unknown option" $w "unknown option '--frob'" --mem no --frob true
 script_refused "workload: --cpus without a value" $w "--cpus needs a value" --cpus
-script_refused "workload: --mem not SIZE,SIZE" $w "wants SIZE,SIZE" --mem 1G true
+script_refused "workload: --mem not SIZE,SIZE (checked before any boot)" $w "wants SIZE,SIZE" \
+	--dry-run --mem 1G true
 # More than the host has, preallocated: refused before anything boots
 # (--dry-run, so that a missing check prints instead of booting).
 script_refused "workload: --mem beyond the host's memory, preallocated" $w \
