@@ -736,6 +736,21 @@ static void migrc_batch_put_source_test(struct kunit *test)
 	migrc_batch_close(outer);
 }
 
+/* Put max_age_ms back, also when an assertion ends the test early. */
+static void migrc_test_restore_age(void *saved)
+{
+	migrc_set_max_age_ms((unsigned int)(uintptr_t)saved);
+}
+
+static void migrc_test_save_age(struct kunit *test)
+{
+	void *saved = (void *)(uintptr_t)READ_ONCE(migrc_max_age_ms);
+	int err;
+
+	err = kunit_add_action_or_reset(test, migrc_test_restore_age, saved);
+	KUNIT_ASSERT_EQ(test, err, 0);
+}
+
 /*
  * The allocator side, on a node the test can empty: the CPU-less node
  * with the least memory, drained with atomic allocations (which may not
@@ -745,6 +760,8 @@ static void migrc_batch_put_source_test(struct kunit *test)
  */
 #define MIGRC_TEST_ATOMIC \
 	(__GFP_HIGH | __GFP_MEMALLOC | __GFP_NOWARN | __GFP_THISNODE)
+/* One that may sleep, and therefore flush (migrc_gfp_can_flush()). */
+#define MIGRC_TEST_SLEEPABLE	(MIGRC_TEST_ATOMIC | __GFP_DIRECT_RECLAIM)
 #define MIGRC_TEST_MAX_NODE_PAGES	(SZ_4G >> PAGE_SHIFT)
 
 struct migrc_test_node {
@@ -842,21 +859,26 @@ static struct migrc_test_node *migrc_test_node_take(struct kunit *test)
 }
 
 /*
- * Leave exactly 2^@order pages free on the node, one aligned block whose
- * first @nr_tagged pages are tagged with generation @gen.
+ * Split a taken block of at least 2^@order pages into order-0 pages, all
+ * still allocated, and make sure the node has no free page left: the test
+ * then frees what it wants the free lists to hold.  The pages from
+ * n->run_freed on go back when the test ends.
  */
-static unsigned long migrc_test_node_block(struct kunit *test,
-					   struct migrc_test_node *n,
-					   unsigned int order,
-					   unsigned int nr_tagged,
-					   unsigned long gen)
+static struct page *migrc_test_node_run(struct kunit *test,
+					struct migrc_test_node *n,
+					unsigned int order)
 {
-	unsigned long done = READ_ONCE(migrc_gens.done), i;
 	struct page *page;
 	int tries;
 
+	/*
+	 * Of an ordinary migratetype: the drain's high-order atomic
+	 * allocations may have made a few pageblocks MIGRATE_HIGHATOMIC,
+	 * whose free pages only such allocations take.
+	 */
 	list_for_each_entry(page, &n->taken, lru)
-		if (page_private(page) >= order)
+		if (page_private(page) >= order &&
+		    get_pageblock_migratetype(page) < MIGRATE_PCPTYPES)
 			break;
 	KUNIT_ASSERT_FALSE_MSG(test, list_entry_is_head(page, &n->taken, lru),
 			       "no free block of order %u on node %d",
@@ -871,11 +893,36 @@ static unsigned long migrc_test_node_block(struct kunit *test,
 		migrc_test_node_drain(n);
 	KUNIT_ASSERT_EQ_MSG(test, migrc_test_node_free(n->nid), 0UL,
 			    "node %d still has free pages", n->nid);
+	return page;
+}
+
+/* Free pages @first to @last - 1 of a run, tagged with generation @gen. */
+static void migrc_test_free_pages(struct page *run, unsigned long first,
+				  unsigned long last, unsigned long gen)
+{
+	unsigned long i;
+
+	for (i = first; i < last; i++)
+		if (put_page_testzero(run + i))
+			free_migrc_page(run + i, 0, gen);
+}
+
+/*
+ * Leave exactly 2^@order pages free on the node, one aligned block whose
+ * first @nr_tagged pages are tagged with generation @gen.
+ */
+static unsigned long migrc_test_node_block(struct kunit *test,
+					   struct migrc_test_node *n,
+					   unsigned int order,
+					   unsigned int nr_tagged,
+					   unsigned long gen)
+{
+	struct page *page = migrc_test_node_run(test, n, order);
+
 	n->run_freed = 1UL << order;
-	for (i = 0; i < (1UL << order); i++)
-		if (put_page_testzero(page + i))
-			free_migrc_page(page + i, 0,
-					i < nr_tagged ? gen : done);
+	migrc_test_free_pages(page, 0, nr_tagged, gen);
+	migrc_test_free_pages(page, nr_tagged, 1UL << order,
+			      READ_ONCE(migrc_gens.done));
 	return page_to_pfn(page);
 }
 
@@ -960,6 +1007,71 @@ static void migrc_alloc_kick_test(struct kunit *test)
 			    "the timeout, not the allocation, flushed");
 	KUNIT_EXPECT_GT(test, after[MIGRC_FLUSHES_ALLOC],
 			before[MIGRC_FLUSHES_ALLOC]);
+	migrc_flush_all(MIGRC_FLUSH_OTHER);
+}
+
+/*
+ * While a flush is pending, an allocation that could take a tagged block
+ * first splits a larger untagged one: the node holds a tagged order-4
+ * block and an untagged order-5 block (pages 16-31 of the run stay
+ * allocated, so that the two cannot merge), and an order-4 allocation
+ * that may sleep gets the first half of the order-5 block, with no flush.
+ * Without __rmqueue_smallest() looking past the tagged block it gets that
+ * block, and flushes for it.  max_age_ms is raised so that the timeout
+ * cannot complete the generation while the test runs.
+ */
+static void migrc_alloc_larger_test(struct kunit *test)
+{
+	unsigned long *before, *after, gen, pfn, i;
+	struct migrc_test_node *n;
+	struct page *run, *page;
+	gfp_t gfp = MIGRC_TEST_SLEEPABLE;
+	int mt;
+
+	before = kunit_kcalloc(test, NR_VM_EVENT_ITEMS, sizeof(long), GFP_KERNEL);
+	after = kunit_kcalloc(test, NR_VM_EVENT_ITEMS, sizeof(long), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, before);
+	KUNIT_ASSERT_NOT_NULL(test, after);
+	migrc_test_save_age(test);
+	WRITE_ONCE(migrc_max_age_ms, 10000);
+	n = migrc_test_node_take(test);
+	gen = migrc_test_pending_gen(test);
+	run = migrc_test_node_run(test, n, 6);
+	pfn = page_to_pfn(run);
+	for (i = 16; i < 32; i++) {
+		set_page_private(run + i, 0);
+		list_add(&run[i].lru, &n->taken);
+	}
+	n->run_freed = 64;
+	migrc_test_free_pages(run, 0, 16, gen);
+	migrc_test_free_pages(run, 32, 64, READ_ONCE(migrc_gens.done));
+	/*
+	 * Ask for the blocks' own migratetype, as a migration's destination
+	 * (movable) does for movable blocks: another type would steal from
+	 * them through __rmqueue_steal(), which takes the smallest order of
+	 * the other types' lists and is not what this test is about.
+	 */
+	mt = get_pageblock_migratetype(run);
+	if (mt == MIGRATE_MOVABLE)
+		gfp |= __GFP_MOVABLE;
+	else if (mt == MIGRATE_RECLAIMABLE)
+		gfp |= __GFP_RECLAIMABLE;
+
+	all_vm_events(before);
+	page = alloc_pages_node(n->nid, gfp, 4);
+	all_vm_events(after);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_EXPECT_EQ_MSG(test, page_to_pfn(page), pfn + 32,
+			    "took pfn %#lx: the tagged block is at %#lx",
+			    page_to_pfn(page), pfn);
+	KUNIT_EXPECT_EQ_MSG(test, after[MIGRC_FLUSHES_ALLOC],
+			    before[MIGRC_FLUSHES_ALLOC],
+			    "the allocation flushed for a tagged block");
+	KUNIT_EXPECT_EQ(test, after[MIGRC_ALLOC_LARGER],
+			before[MIGRC_ALLOC_LARGER] + 1);
+	KUNIT_EXPECT_TRUE_MSG(test, migrc_pending(),
+			      "the generation is done: the allocation flushed, or the timeout ran");
+	__free_pages(page, 4);
 	migrc_flush_all(MIGRC_FLUSH_OTHER);
 }
 
@@ -1279,21 +1391,6 @@ static void migrc_batch_writable_pmd_test(struct kunit *test)
 	migrc_batch_close(outer);
 }
 
-/* Put max_age_ms back, also when an assertion ends the test early. */
-static void migrc_test_restore_age(void *saved)
-{
-	migrc_set_max_age_ms((unsigned int)(uintptr_t)saved);
-}
-
-static void migrc_test_save_age(struct kunit *test)
-{
-	void *saved = (void *)(uintptr_t)READ_ONCE(migrc_max_age_ms);
-	int err;
-
-	err = kunit_add_action_or_reset(test, migrc_test_restore_age, saved);
-	KUNIT_ASSERT_EQ(test, err, 0);
-}
-
 /*
  * The time bound completes the generations that have expired and leaves
  * the newer ones pending (and is armed for them).  max_age_ms is raised
@@ -1379,6 +1476,7 @@ static struct kunit_case migrc_batch_test_cases[] = {
 	KUNIT_CASE(migrc_batch_put_source_test),
 	KUNIT_CASE(migrc_alloc_hold_test),
 	KUNIT_CASE(migrc_alloc_kick_test),
+	KUNIT_CASE(migrc_alloc_larger_test),
 	KUNIT_CASE(migrc_batch_keys_test),
 	KUNIT_CASE(migrc_batch_anon_keys_test),
 	KUNIT_CASE(migrc_large_free_test),
