@@ -1011,11 +1011,52 @@ static void migrc_alloc_kick_test(struct kunit *test)
 }
 
 /*
+ * The rest of migrc_alloc_larger_test(): the node's two order-4 blocks
+ * left, the tagged one and the other half of the split block, are
+ * allocated, and the tagged one only after its flush (counted as an
+ * allocation's).  Which comes first is the free lists' business: the
+ * untagged half carries a covered tag, so it went to the tail too.  This
+ * is the flush a reuse of the frames needs; the inject group reruns the
+ * test with it skipped (skip_alloc_flush) and sees the test fail and
+ * CONFIG_MIGRC_DEBUG report the page.
+ */
+static void migrc_alloc_tagged_flushed(struct kunit *test, int nid,
+				       gfp_t gfp, unsigned long pfn,
+				       unsigned long gen,
+				       unsigned long *before,
+				       unsigned long *after)
+{
+	struct page *page[2];
+	int i, found = 0;
+
+	for (i = 0; i < 2; i++) {
+		all_vm_events(before);
+		page[i] = alloc_pages_node(nid, gfp, 4);
+		all_vm_events(after);
+		KUNIT_EXPECT_NOT_NULL(test, page[i]);
+		if (!page[i] || page_to_pfn(page[i]) != pfn)
+			continue;
+		found++;
+		KUNIT_EXPECT_TRUE_MSG(test,
+				      migrc_gen_covers(READ_ONCE(migrc_gens.done), gen),
+				      "a tagged block was handed out before its flush");
+		KUNIT_EXPECT_GT(test, after[MIGRC_FLUSHES_ALLOC],
+				before[MIGRC_FLUSHES_ALLOC]);
+	}
+	KUNIT_EXPECT_EQ_MSG(test, found, 1, "the tagged block at %#lx was not handed out",
+			    pfn);
+	for (i = 0; i < 2; i++)
+		if (page[i])
+			__free_pages(page[i], 4);
+}
+
+/*
  * While a flush is pending, an allocation that could take a tagged block
  * first splits a larger untagged one: the node holds a tagged order-4
  * block and an untagged order-5 block (pages 16-31 of the run stay
  * allocated, so that the two cannot merge), and an order-4 allocation
- * that may sleep gets the first half of the order-5 block, with no flush.
+ * that may sleep gets the first half of the order-5 block, with no flush
+ * (then the two order-4 blocks left: the tagged one after its flush).
  * Without __rmqueue_smallest() looking past the tagged block it gets that
  * block, and flushes for it.  max_age_ms is raised so that the timeout
  * cannot complete the generation while the test runs.
@@ -1071,6 +1112,7 @@ static void migrc_alloc_larger_test(struct kunit *test)
 			before[MIGRC_ALLOC_LARGER] + 1);
 	KUNIT_EXPECT_TRUE_MSG(test, migrc_pending(),
 			      "the generation is done: the allocation flushed, or the timeout ran");
+	migrc_alloc_tagged_flushed(test, n->nid, gfp, pfn, gen, before, after);
 	__free_pages(page, 4);
 	migrc_flush_all(MIGRC_FLUSH_OTHER);
 }
