@@ -49,10 +49,11 @@ inject() {
 # A tagged page handed out without its flush.  The selftests hardly ever
 # reuse a tagged frame: the allocator frees them to the tail and, while
 # their flush is pending, splits a larger untagged block first (patch
-# migrc/0037).  KUnit's migrc_alloc_larger_test makes a tagged block the
-# last free block of an emptied node and allocates it: rerun after boot
-# (debugfs kunit/) with the flush skipped, it must fail, and the debug
-# check must report the page.
+# migrc/0037).  KUnit's migrc_alloc_larger_test leaves a tagged block and
+# an untagged one as the only free blocks of an emptied node and
+# allocates both: rerun after boot (debugfs kunit/) with the flush
+# skipped, it must fail at the tagged one, and the debug check must
+# report the page.
 "$top/harness/vm-run" --kernel "${INJECT_KERNEL:-debug}" --topo tiered \
 	--cpus 4 --append migrc=on --timeout 600 -- sh -c "
 	d=/sys/kernel/debug/migrc/skip_alloc_flush
@@ -63,8 +64,9 @@ inject() {
 	cat /sys/kernel/debug/kunit/migrc_batch/results" > "$tmp/alloc" 2>&1
 rc=$?
 grep -E 'not ok|migrc_debug' "$tmp/alloc" | head -8 | sed 's/^/# /'
-check "skipped allocation flush: KUnit's tagged-last allocation fails" \
-	grep -Eq "not ok [0-9]+ migrc_alloc_larger_test" "$tmp/alloc"
+check "skipped allocation flush: KUnit's allocation of the tagged block fails" \
+	sh -c "grep -Eq 'not ok [0-9]+ migrc_alloc_larger_test' '$tmp/alloc' &&
+		grep -q 'a tagged block was handed out before its flush' '$tmp/alloc'"
 check "skipped allocation flush: the debug kernel reports it (status $rc)" \
 	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: page' '$tmp/alloc'"
 
