@@ -16,6 +16,16 @@ check() { d=$1; shift; if "$@"; then ok "$d"; else nok "$d"; fi; }
 
 echo "TAP version 13"
 echo "1..19"
+# arm FAULT: the guest commands that make a fault_attr under debugfs
+# migrc/ fail every time, quietly (none: nothing).
+arm() {
+	[ "$1" = none ] && return
+	printf '%s\n' "d=/sys/kernel/debug/migrc/$1" \
+		'echo 0 > $d/verbose && echo 1 > $d/interval &&' \
+		'echo -1 > $d/times && echo 100 > $d/probability ||' \
+		"{ echo 'cannot arm $1'; exit 1; }"
+}
+
 # inject FAULT WHAT NAME [TEST]: run one fixture (or, WHAT starting with -,
 # the harness options, e.g. -r FIXTURE.VARIANT.TEST) of a selftest (default
 # migrc_tlb) with the fault (a fault_attr under debugfs migrc/, or none)
@@ -35,12 +45,7 @@ inject() {
 				{ echo 'no 1 kB-block ext4 for eof'; exit 1; }
 			export MIGRC_EOF_DIR=\$d1k
 		fi
-		if [ $1 != none ]; then
-			d=/sys/kernel/debug/migrc/$1
-			echo 0 > \$d/verbose && echo 1 > \$d/interval &&
-			echo -1 > \$d/times && echo 100 > \$d/probability ||
-				{ echo 'cannot arm $1'; exit 1; }
-		fi
+		$(arm "$1")
 		$top/build/selftests/${4:-migrc_tlb} $sel" > "$tmp/$3" 2>&1
 	rc=$?
 	grep -E '^(not )?ok|stale [1-9]|writes lost|migrc_debug' "$tmp/$3" | head -8 | sed 's/^/# /'
@@ -56,10 +61,7 @@ inject() {
 # report the page.
 "$top/harness/vm-run" --kernel "${INJECT_KERNEL:-debug}" --topo tiered \
 	--cpus 4 --append migrc=on --timeout 600 -- sh -c "
-	d=/sys/kernel/debug/migrc/skip_alloc_flush
-	echo 0 > \$d/verbose && echo 1 > \$d/interval &&
-	echo -1 > \$d/times && echo 100 > \$d/probability ||
-		{ echo 'cannot arm skip_alloc_flush'; exit 1; }
+	$(arm skip_alloc_flush)
 	echo run > /sys/kernel/debug/kunit/migrc_batch/run
 	cat /sys/kernel/debug/kunit/migrc_batch/results" > "$tmp/alloc" 2>&1
 rc=$?
