@@ -110,10 +110,20 @@ check "skipped write flush: migrc_fschange (cow fault after reclaim) sees stale 
 # fork() write-protects the parent's PTEs and flushes only at its end:
 # with the in-flight write-protect ignored, a migration defers the flush
 # of such a read-only entry, and the writes another thread makes through
-# its stale writable entry after the copy are lost.
-inject skip_wp_check fork fork migrc_fork
-check "write-protect in flight ignored: migrc_fork loses writes" \
-	sh -c "grep -q '^not ok' '$tmp/fork' && grep -q 'writes lost' '$tmp/fork'"
+# its stale writable entry after the copy are lost.  A run loses writes
+# only if some move of P lands in a fork's window, which the test lines
+# up but cannot force: the fresh-clone CI run of 2026-12-07 had one of
+# 10 s that lost none.  So up to four runs, until one loses writes; the
+# debug kernel's report is checked in that same run.
+fork_lost() {
+	grep -q '^not ok' "$tmp/fork" && grep -q 'writes lost' "$tmp/fork"
+}
+for try in 1 2 3 4; do
+	inject skip_wp_check fork fork migrc_fork
+	fork_lost && break
+done
+check "write-protect in flight ignored: migrc_fork loses writes (run $try of at most 4)" \
+	fork_lost
 check "write-protect in flight ignored: the debug kernel reports the writes to the source (status $rc)" \
 	sh -c "[ $rc -eq 125 ] && grep -q 'migrc_debug: pfn .* written through a stale TLB entry' '$tmp/fork'"
 
