@@ -9,6 +9,8 @@
 # on node 1 is promoted (migrate_hot sz_applied), a file left cold on
 # node 0 is demoted (migrate_cold sz_applied); a kernel without the DAMON
 # sysfs interface (hidden here under a tmpfs) is refused with status 1.
+# harness/guest/numa-scan-scale (harness/demo's part 1) sets the three
+# scan periods to N x the defaults, and 1 puts the defaults back.
 # --tcg-scale 1 keeps DAMON's intervals at their defaults so this takes
 # seconds, not minutes.
 set -u
@@ -30,13 +32,18 @@ applied() {
 
 [ -x "$sel/ro-stream" ] || { echo "Bail out! $sel/ro-stream not built (make selftests)"; exit 1; }
 echo "TAP version 13"
-echo "1..9"
+echo "1..11"
 t=$top/harness/guest/tiering
 a=/sys/kernel/mm/damon/admin/kdamonds
 "$top/harness/vm-run" --topo tiered --cpus 2 --mem 1G,1G --timeout 300 -- sh -c "
 	$t numa -- sh -c 'echo numa: hot=\$(cat /sys/kernel/debug/sched/numa_balancing/hot_threshold_ms) \
 		mode=\$(cat /proc/sys/kernel/numa_balancing)'
 	echo numa_rc=\$?
+	$top/harness/guest/numa-scan-scale 3
+	d=/sys/kernel/debug/sched/numa_balancing
+	echo scan3: \$(cat \$d/scan_delay_ms) \$(cat \$d/scan_period_min_ms) \$(cat \$d/scan_period_max_ms)
+	$top/harness/guest/numa-scan-scale 1 > /dev/null
+	echo scan1: \$(cat \$d/scan_delay_ms) \$(cat \$d/scan_period_min_ms) \$(cat \$d/scan_period_max_ms)
 	echo 0 > /proc/sys/kernel/numa_balancing
 	$t --tcg-scale 1 damon -- sh -c '
 		echo damon: states=\$(cat $a/0/state),\$(cat $a/1/state) \
@@ -52,11 +59,18 @@ a=/sys/kernel/mm/damon/admin/kdamonds
 	echo missing_rc=\$?
 " > "$tmp/out" 2>&1
 rc=$?
-sed 's/^/# /' "$tmp/out" | grep -E '^# (numa|damon|tiering|again|missing|ro-stream)'
+sed 's/^/# /' "$tmp/out" | grep -E '^# (numa|damon|tiering|again|missing|ro-stream|scan)'
 [ "$rc" -eq 0 ] || echo "# vm-run exited $rc"
 
 has "numa: hot_threshold_ms 1000 x 10, numa_balancing 2" '^numa: hot=10000 mode=2$'
 has "numa: the command's status is kept" '^numa_rc=0$'
+if grep -q '^numa-scan-scale: scan_delay_ms=3000 scan_period_min_ms=3000 scan_period_max_ms=180000 (defaults x 3)$' "$tmp/out" &&
+   grep -q '^scan3: 3000 3000 180000$' "$tmp/out"; then
+	ok "numa-scan-scale 3: scan periods 3000/3000/180000 ms, said and in debugfs"
+else
+	nok "numa-scan-scale 3: scan periods 3000/3000/180000 ms, said and in debugfs"
+fi
+has "numa-scan-scale 1: the defaults back (1000/1000/60000 ms)" '^scan1: 1000 1000 60000$'
 has "damon: two kdamonds on, intervals at tcg-scale 1" '^damon: states=on,on sample=5000 aggr=100000$'
 has "damon: a second start is refused" '^tiering: DAMON is already running'
 hot=$(applied migrate_hot) cold=$(applied migrate_cold)

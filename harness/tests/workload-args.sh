@@ -57,7 +57,7 @@ for w in ro-stream soak reclaim-stream alloc-lat bg-writer anon-ro waitfor; do
 done
 
 echo "TAP version 13"
-echo "1..112"
+echo "1..119"
 d=$tmp/dir
 refused "ro-stream: trailing garbage in a size" ro-stream -d "$d" -s 12x
 refused "ro-stream: size 0" ro-stream -d "$d" -s 0
@@ -286,6 +286,20 @@ script_refused "steady-window: -t 0" $sw "-t 0" -t 0 "$sel" "$tmp/x" -- false
 script_refused "steady-window: -p empty" $sw "empty -p" -p "" "$sel" "$tmp/x" -- false
 script_refused "steady-window: -w 0" $sw "-w 0" -w 0 "$sel" "$tmp/x" -- false
 script_refused "steady-window: no -- before CMD" $sw "need BIN OUT -- CMD" "$sel" "$tmp/x" false
+ns=harness/guest/numa-scan-scale
+script_refused "numa-scan-scale: factor 0" $ns "invalid factor '0'" 0
+script_refused "numa-scan-scale: factor above 100" $ns "invalid factor '101'" 101
+script_refused "numa-scan-scale: factor with garbage" $ns "invalid factor '3x'" 3x
+script_refused "numa-scan-scale: no factor" $ns "need exactly one argument"
+script_refused "numa-scan-scale: two factors" $ns "need exactly one argument" 3 4
+# A good factor outside the VM: status 1, said, and nothing written.
+VMRUN= "$top/$ns" 3 > "$tmp/out" 2> "$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "only inside the test VM" "$tmp/err" && [ ! -s "$tmp/out" ]; then
+	ok "numa-scan-scale: outside the VM: status 1, said"
+else
+	nok "numa-scan-scale: outside the VM: status 1, said (status $rc)"
+fi
 tw=harness/guest/tier-watch
 script_refused "tier-watch: -i 0" $tw "invalid -i" -i 0 -- true
 script_refused "tier-watch: no CMD" $tw "no CMD" -i 5 --
@@ -296,6 +310,7 @@ script_refused "demo: --awarm not a number" harness/demo "not a number" --awarm 
 script_refused "demo: --ahot above 100" harness/demo "invalid --ahot" --ahot 101 --parts 0
 script_refused "demo: --kpages not a number" harness/demo "not a number" --kpages 1e5 --parts 0
 script_refused "demo: --khot 0" harness/demo "invalid --khot" --khot 0 --parts 0
+script_refused "demo: --scan-scale 0" harness/demo "invalid --scan-scale" --scan-scale 0 --parts 0
 # harness/bench-write checks its arguments before it removes its results.
 b=harness/bench-write
 script_refused "bench-write: unknown --kind" $b "invalid kind" --kind write2
