@@ -78,16 +78,27 @@ inject_cases() {
 	esac
 }
 
-# verdict TYPE CASE LOG: a TAP line for CASE on TYPE with the barrier
-# skipped, which must have failed by reading stale data.
-verdict() {
-	# The case's lines, from its RUN line to its result.
-	out=$(awk -v t="# fs-matrix: $1 " -v c="$2.no_stale_read" '
+# case_lines TYPE CASE LOG: CASE's lines on TYPE, from its RUN line to
+# its result.
+case_lines() {
+	awk -v t="# fs-matrix: $1 " -v c="$2.no_stale_read" '
 		index($0, t) == 1 { fs = 1; next }
 		/^# fs-matrix: / { fs = 0 }
 		fs && $0 ~ "RUN +" c "( |$)" { on = 1 }
 		on { print }
-		on && $0 ~ "^(not )?ok [0-9]+ " { on = 0 }' "$3")
+		on && $0 ~ "^(not )?ok [0-9]+ " { on = 0 }' "$3"
+}
+
+# passed TYPE CASE LOG: CASE on TYPE passed (not failed, not skipped).
+passed() {
+	case_lines "$@" | grep -E "^(not )?ok [0-9]+ " | tail -1 |
+		grep -Eqv "^not ok|# SKIP"
+}
+
+# verdict TYPE CASE LOG: a TAP line for CASE on TYPE with the barrier
+# skipped, which must have failed by reading stale data.
+verdict() {
+	out=$(case_lines "$@")
 	res=$(printf '%s\n' "$out" | grep -E "^(not )?ok [0-9]+ " | tail -1)
 	case $res in
 	*"# SKIP"*) echo "ok $n - inject: $1 $2 # SKIP ${res#*# SKIP}" ;;
@@ -145,23 +156,19 @@ for b in $boots; do
 		for t in $safe; do
 			for c in $(inject_cases "$t"); do
 				n=$((n + 1))
-				rc0=$rc
-				v=$(verdict "$t" "$c" "$tmp/inject"; echo "rc=$rc")
 				# dio_inflight's window can close before the
 				# readers look (the fresh-clone CI run of
 				# 2026-12-07 had one pass): up to three more
-				# boots of that case alone, until one reads stale.
-				try=1
+				# boots of that case alone, until one fails.
+				log=$tmp/inject try=1
 				while [ "$c" = reclaim.dio_inflight ] && [ $try -lt 4 ] &&
-				      printf '%s\n' "$v" | grep -q "tests nothing"; do
-					try=$((try + 1))
+				      passed "$t" "$c" "$log"; do
+					try=$((try + 1)) log=$tmp/retry
 					vm "inject-$try" debug migrc=on "$g" -s "$seconds" \
 						-i skip_write_flush "$t" -- -r "$c.no_stale_read" \
-						> "$tmp/retry" 2>&1
-					v=$(rc=$rc0; verdict "$t" "$c" "$tmp/retry"; echo "rc=$rc")
+						> "$log" 2>&1
 				done
-				printf '%s\n' "$v" | sed '$d'
-				rc=${v##*rc=}
+				verdict "$t" "$c" "$log"
 			done
 		done ;;
 	esac
